@@ -1,0 +1,20 @@
+// Cache-release hooks: a caching allocator (libtorch, CuPy, a custom pool) registers how to give
+// cached blocks back, and the `_no_cache` reads and traces run every hook before measuring.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace gpumem {
+
+using CacheReleaseHook = std::function<void()>;
+using HookId = std::uint64_t;
+
+HookId add_cache_release_hook(CacheReleaseHook hook);
+// false when the id is unknown (already removed).
+bool remove_cache_release_hook(HookId id) noexcept;
+// Runs every registered hook, in registration order; an exception from a hook is recorded as a
+// diagnostic and does not stop the others.
+void release_caches() noexcept;
+
+}  // namespace gpumem

@@ -1,0 +1,86 @@
+// The subset of the CUDA driver API (libcuda.so.1) that gpumem uses, declared by hand so that
+// nothing of NVIDIA's is needed to build. Symbol names in comments are what dlsym must ask for:
+// cuda.h #defines the plain names to these versioned ones.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gpumem::abi {
+
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = struct CUctx_st*;
+using CUstream = struct CUstream_st*;
+using CUmemoryPool = struct CUmemPoolHandle_st*;
+using CUdeviceptr = unsigned long long;
+using CUmemGenericAllocationHandle = unsigned long long;
+struct CUuuid {
+  char bytes[16];
+};
+
+enum : int {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NOT_INITIALIZED = 3,
+  CUDA_ERROR_DEINITIALIZED = 4,
+  CUDA_ERROR_STUB_LIBRARY = 34,
+  CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER = 36,
+  CUDA_ERROR_DEVICE_UNAVAILABLE = 46,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_INVALID_DEVICE = 101,
+  CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
+  CUDA_ERROR_NOT_PERMITTED = 800,
+  CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_SYSTEM_DRIVER_MISMATCH = 803,
+  CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE = 804,
+  CUDA_ERROR_UNKNOWN = 999,
+};
+
+// CUmemAllocationProp, as far as gpumem reads it: location.type at offset 8, location.id at 12.
+enum : int { CU_MEM_LOCATION_TYPE_DEVICE = 1 };
+struct CUmemAllocationProp {
+  int type;              // CU_MEM_ALLOCATION_TYPE_PINNED = 1
+  int requestedHandleTypes;
+  int locationType;      // CU_MEM_LOCATION_TYPE_*
+  int locationId;        // device ordinal for DEVICE
+  void* win32HandleMetaData;
+  unsigned char allocFlags[8];
+};
+static_assert(offsetof(CUmemAllocationProp, locationType) == 8);
+static_assert(offsetof(CUmemAllocationProp, locationId) == 12);
+
+using PFN_cuInit = CUresult (*)(unsigned flags);                                    // cuInit
+using PFN_cuDriverGetVersion = CUresult (*)(int* version);                         // cuDriverGetVersion
+using PFN_cuGetErrorString = CUresult (*)(CUresult error, const char** text);      // cuGetErrorString
+using PFN_cuDeviceGetCount = CUresult (*)(int* count);                             // cuDeviceGetCount
+using PFN_cuDeviceGet = CUresult (*)(CUdevice* device, int ordinal);               // cuDeviceGet
+using PFN_cuDeviceGetName = CUresult (*)(char* name, int length, CUdevice dev);    // cuDeviceGetName
+using PFN_cuDeviceGetUuid = CUresult (*)(CUuuid* uuid, CUdevice dev);  // cuDeviceGetUuid_v2 | cuDeviceGetUuid
+using PFN_cuDeviceGetPCIBusId = CUresult (*)(char* bus_id, int length, CUdevice dev);
+using PFN_cuDevicePrimaryCtxRetain = CUresult (*)(CUcontext* ctx, CUdevice dev);
+using PFN_cuDevicePrimaryCtxRelease = CUresult (*)(CUdevice dev);  // cuDevicePrimaryCtxRelease_v2
+using PFN_cuDevicePrimaryCtxGetState = CUresult (*)(CUdevice dev, unsigned* flags, int* active);
+using PFN_cuCtxSetCurrent = CUresult (*)(CUcontext ctx);
+using PFN_cuCtxGetCurrent = CUresult (*)(CUcontext* ctx);
+using PFN_cuCtxGetDevice = CUresult (*)(CUdevice* device);
+using PFN_cuMemGetInfo = CUresult (*)(size_t* free, size_t* total);                // cuMemGetInfo_v2
+using PFN_cuMemAlloc = CUresult (*)(CUdeviceptr* ptr, size_t bytes);               // cuMemAlloc_v2
+using PFN_cuMemFree = CUresult (*)(CUdeviceptr ptr);                               // cuMemFree_v2
+using PFN_cuMemGetAddressRange = CUresult (*)(CUdeviceptr* base, size_t* size,
+                                              CUdeviceptr ptr);  // cuMemGetAddressRange_v2
+using PFN_cuMemAllocPitch = CUresult (*)(CUdeviceptr* ptr, size_t* pitch, size_t width,
+                                         size_t height, unsigned element_bytes);  // cuMemAllocPitch_v2
+using PFN_cuMemAllocManaged = CUresult (*)(CUdeviceptr* ptr, size_t bytes, unsigned flags);
+using PFN_cuMemAllocAsync = CUresult (*)(CUdeviceptr* ptr, size_t bytes, CUstream stream);
+using PFN_cuMemAllocFromPoolAsync = CUresult (*)(CUdeviceptr* ptr, size_t bytes, CUmemoryPool pool,
+                                                 CUstream stream);
+using PFN_cuMemFreeAsync = CUresult (*)(CUdeviceptr ptr, CUstream stream);
+using PFN_cuMemCreate = CUresult (*)(CUmemGenericAllocationHandle* handle, size_t bytes,
+                                     const CUmemAllocationProp* prop, unsigned long long flags);
+using PFN_cuMemRelease = CUresult (*)(CUmemGenericAllocationHandle handle);
+
+}  // namespace gpumem::abi

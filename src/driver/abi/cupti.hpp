@@ -1,0 +1,148 @@
+// The subset of CUPTI's callback API that gpumem uses (cupti_callbacks.h, cupti_driver_cbid.h,
+// generated_cuda_meta.h of CUDA 13.0), declared by hand. Only one subscriber may exist per
+// process, which is why subscribing can fail with MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (39).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "driver/abi/cuda.hpp"
+
+namespace gpumem::abi {
+
+using CUptiResult = int;
+using CUpti_CallbackDomain = int;
+using CUpti_CallbackId = std::uint32_t;
+using CUpti_SubscriberHandle = struct CUpti_Subscriber_st*;
+
+enum : int {
+  CUPTI_SUCCESS = 0,
+  CUPTI_ERROR_INVALID_PARAMETER = 1,
+  CUPTI_ERROR_MAX_LIMIT_REACHED = 12,
+  CUPTI_ERROR_NOT_INITIALIZED = 15,
+  CUPTI_ERROR_NOT_SUPPORTED = 27,
+  CUPTI_ERROR_INSUFFICIENT_PRIVILEGES = 35,
+  CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED = 39,
+  CUPTI_ERROR_UNKNOWN = 999,
+};
+enum : int {
+  CUPTI_CB_DOMAIN_DRIVER_API = 1,
+  CUPTI_CB_DOMAIN_RUNTIME_API = 2,
+  CUPTI_CB_DOMAIN_RESOURCE = 3,
+};
+enum : int { CUPTI_API_ENTER = 0, CUPTI_API_EXIT = 1 };
+
+enum : CUpti_CallbackId {
+  CUPTI_DRIVER_TRACE_CBID_cuMemAlloc = 29,
+  CUPTI_DRIVER_TRACE_CBID_cuMemFree = 33,
+  CUPTI_DRIVER_TRACE_CBID_cuMemGetInfo_v2 = 242,
+  CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2 = 243,
+  CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2 = 244,
+  CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2 = 245,
+  CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged = 371,
+  CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve = 547,
+  CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree = 548,
+  CUPTI_DRIVER_TRACE_CBID_cuMemCreate = 549,
+  CUPTI_DRIVER_TRACE_CBID_cuMemRelease = 550,
+  CUPTI_DRIVER_TRACE_CBID_cuMemMap = 551,
+  CUPTI_DRIVER_TRACE_CBID_cuMemUnmap = 552,
+  CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync = 598,
+  CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz = 599,
+  CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync = 600,
+  CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz = 601,
+  CUPTI_DRIVER_TRACE_CBID_cuMemPoolTrimTo = 602,
+  CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync = 611,
+  CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz = 612,
+};
+enum : CUpti_CallbackId {
+  CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020 = 20,
+  CUPTI_RUNTIME_TRACE_CBID_cudaMallocPitch_v3020 = 21,
+  CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020 = 22,
+  CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000 = 206,
+  CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020 = 373,
+  CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020 = 374,
+  CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020 = 375,
+  CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020 = 376,
+};
+
+struct CUpti_CallbackData {
+  int callbackSite;  // CUPTI_API_ENTER | CUPTI_API_EXIT
+  const char* functionName;
+  const void* functionParams;  // the <function>_params struct below
+  void* functionReturnValue;   // CUresult* (driver) or cudaError_t* (runtime); valid at EXIT
+  const char* symbolName;
+  CUcontext context;
+  std::uint32_t contextUid;
+  std::uint64_t* correlationData;  // shared between the ENTER and EXIT of one call
+  std::uint32_t correlationId;
+};
+static_assert(sizeof(CUpti_CallbackData) == 72);
+
+using CUpti_CallbackFunc = void (*)(void* userdata, CUpti_CallbackDomain domain,
+                                    CUpti_CallbackId cbid, const void* cbdata);
+
+// functionParams layouts (generated_cuda_meta.h).
+struct cuMemAlloc_v2_params {
+  CUdeviceptr* dptr;
+  size_t bytesize;
+};
+struct cuMemAllocPitch_v2_params {
+  CUdeviceptr* dptr;
+  size_t* pPitch;
+  size_t WidthInBytes;
+  size_t Height;
+  unsigned int ElementSizeBytes;
+};
+struct cuMemFree_v2_params {
+  CUdeviceptr dptr;
+};
+struct cuMemAllocManaged_params {
+  CUdeviceptr* dptr;
+  size_t bytesize;
+  unsigned int flags;
+};
+struct cuMemAllocAsync_params {
+  CUdeviceptr* dptr;
+  size_t bytesize;
+  CUstream hStream;
+};
+struct cuMemAllocFromPoolAsync_params {
+  CUdeviceptr* dptr;
+  size_t bytesize;
+  CUmemoryPool pool;
+  CUstream hStream;
+};
+struct cuMemFreeAsync_params {
+  CUdeviceptr dptr;
+  CUstream hStream;
+};
+struct cuMemCreate_params {
+  CUmemGenericAllocationHandle* handle;
+  size_t size;
+  const CUmemAllocationProp* prop;
+  unsigned long long flags;
+};
+struct cuMemRelease_params {
+  CUmemGenericAllocationHandle handle;
+};
+// Runtime-domain params share this head: {void** devPtr; size_t size; ...} / {void* devPtr}.
+struct cudaMalloc_v3020_params {
+  void** devPtr;
+  size_t size;
+};
+struct cudaFree_v3020_params {
+  void* devPtr;
+};
+
+using PFN_cuptiSubscribe = CUptiResult (*)(CUpti_SubscriberHandle* subscriber,
+                                           CUpti_CallbackFunc callback, void* userdata);
+using PFN_cuptiUnsubscribe = CUptiResult (*)(CUpti_SubscriberHandle subscriber);
+using PFN_cuptiEnableCallback = CUptiResult (*)(std::uint32_t enable,
+                                                CUpti_SubscriberHandle subscriber,
+                                                CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+using PFN_cuptiEnableDomain = CUptiResult (*)(std::uint32_t enable,
+                                              CUpti_SubscriberHandle subscriber,
+                                              CUpti_CallbackDomain domain);
+using PFN_cuptiGetResultString = CUptiResult (*)(CUptiResult result, const char** text);
+
+}  // namespace gpumem::abi
