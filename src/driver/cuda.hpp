@@ -3,6 +3,7 @@
 // CUDA work (preload, device_allocate) and otherwise reads what the program already set up.
 #pragma once
 
+#include <atomic>
 #include <string>
 
 #include "driver/abi/cuda.hpp"
@@ -36,11 +37,23 @@ struct Cuda {
 const Cuda& cuda() noexcept;
 
 // Whether this process has initialised CUDA (cuCtxGetCurrent does not answer NOT_INITIALIZED).
-bool cuda_initialized() noexcept;
+// Inline because every query asks it until CUDA is up.
+extern std::atomic<abi::PFN_cuCtxGetCurrent> g_loaded_ctx_get_current;  // set once loaded
+bool cuda_initialized_slow() noexcept;
+inline bool cuda_initialized() noexcept {
+  if (const auto get_current = g_loaded_ctx_get_current.load(std::memory_order_acquire))
+      [[likely]] {
+    abi::CUcontext context = nullptr;
+    return get_current(&context) != abi::CUDA_ERROR_NOT_INITIALIZED;
+  }
+  return cuda_initialized_slow();
+}
 
 // cuInit(0) once, for the calls that need CUDA work; CUDA_SUCCESS or the driver's error.
 abi::CUresult cuda_init() noexcept;
 
 std::string cuda_error_text(abi::CUresult code);
+// "CUDA_ERROR_NO_DEVICE": the code's name alone (works without a loaded driver).
+std::string cuda_error_name(abi::CUresult code);
 
 }  // namespace gpumem::driver

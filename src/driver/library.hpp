@@ -10,8 +10,10 @@ namespace gpumem::driver {
 class SharedLibrary {
  public:
   // Opens the file named by `override_variable` if it is set (a path that does not load means:
-  // unavailable, with no fallback), otherwise the first of `names` that loads.
-  static SharedLibrary open(const char* override_variable, std::initializer_list<const char*> names);
+  // unavailable, with no fallback; an empty value counts as unset), otherwise the first of `names`
+  // that loads.
+  static SharedLibrary open(const char* override_variable,
+                            std::initializer_list<const char*> names);
 
   SharedLibrary() = default;
   SharedLibrary(SharedLibrary&& other) noexcept;

@@ -1,0 +1,8 @@
+# `gpumem run`'s overhead on an allocation-heavy simulated workload, as a ratio to the bare run.
+add_executable(gpumem_cli_bench ${CMAKE_CURRENT_LIST_DIR}/cli/run_overhead_bench.cpp)
+target_link_libraries(gpumem_cli_bench PRIVATE benchmark::benchmark ${CMAKE_DL_LIBS})
+target_include_directories(gpumem_cli_bench PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+target_compile_definitions(gpumem_cli_bench PRIVATE GPUMEM_SIM_DIR="${GPUMEM_SIM_DIR}"
+                                                    GPUMEM_CLI_PATH="$<TARGET_FILE:gpumem_cli>")
+add_dependencies(gpumem_cli_bench gpumem_cli gpumem_inject gpumem_sim)
+gpumem_warnings(gpumem_cli_bench)

@@ -1,0 +1,26 @@
+# Peak engine benchmarks (issue #3). Each prints gpumem's figure beside a baseline measured in the
+# same run; docs/peaks.md has the commands and the numbers.
+
+# Per-event cost against the number of live counters, thread scaling, and start()+stop().
+add_executable(gpumem_bench_peak ${CMAKE_CURRENT_LIST_DIR}/peak_events.cpp)
+target_link_libraries(gpumem_bench_peak PRIVATE gpumem benchmark::benchmark)
+target_include_directories(gpumem_bench_peak PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
+target_compile_definitions(gpumem_bench_peak PRIVATE GPUMEM_SIM_DIR="${GPUMEM_SIM_DIR}")
+add_dependencies(gpumem_bench_peak gpumem_sim)
+gpumem_warnings(gpumem_bench_peak)
+
+# A process that makes allocation spikes on the simulated GPU when told to (stdin: "BYTES US").
+add_executable(gpumem_bench_spiker ${CMAKE_CURRENT_LIST_DIR}/peak_spiker.cpp)
+target_link_libraries(gpumem_bench_spiker PRIVATE gpumem)
+gpumem_warnings(gpumem_bench_spiker)
+
+# Spike capture of the sampled source vs the seed's Python thread, and the sampler's CPU cost.
+add_executable(gpumem_bench_spikes ${CMAKE_CURRENT_LIST_DIR}/peak_spikes.cpp)
+target_link_libraries(gpumem_bench_spikes PRIVATE gpumem)
+target_include_directories(gpumem_bench_spikes PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_compile_definitions(gpumem_bench_spikes PRIVATE
+  GPUMEM_SIM_DIR="${GPUMEM_SIM_DIR}"
+  GPUMEM_SPIKER="$<TARGET_FILE:gpumem_bench_spiker>"
+  GPUMEM_SEED_SAMPLER="${CMAKE_CURRENT_LIST_DIR}/seed_sampler.py")
+add_dependencies(gpumem_bench_spikes gpumem_sim gpumem_bench_spiker)
+gpumem_warnings(gpumem_bench_spikes)

@@ -1,0 +1,145 @@
+// The peak engine's costs: one allocation event against the number of live counters (0, 1, 8,
+// 64) and threads (1, 2), beside a bare atomic add (the floor) in the same run; the exact
+// source's whole callback path; and GPUMemTrace start()+stop() without cache hooks.
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "driver/abi/cupti.hpp"
+#include "gpumem/memory.hpp"
+#include "gpumem/trace.hpp"
+#include "peak/channels.hpp"
+#include "peak/exact_callbacks.hpp"
+
+namespace {
+
+using namespace gpumem;
+
+void per_event(benchmark::State& state, std::int64_t events) {
+  state.counters["per_event"] = benchmark::Counter(
+      static_cast<double>(events), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+// The floor: what two relaxed fetch_adds on a shared line cost.
+std::atomic<std::int64_t> bare_level{0};
+void BM_BareAtomicAdd(benchmark::State& state) {
+  for (auto _ : state) {
+    bare_level.fetch_add(64, std::memory_order_relaxed);
+    bare_level.fetch_add(-64, std::memory_order_relaxed);
+  }
+  per_event(state, state.iterations() * 2);
+}
+BENCHMARK(BM_BareAtomicAdd)->Threads(1)->Threads(2);
+
+peak::Channel engine_channel;
+std::vector<std::unique_ptr<peak::CounterSlot>> engine_slots;
+
+// An allocation and its free into a channel with `range(0)` live counters.
+void BM_ChannelEvent(benchmark::State& state) {
+  if (state.thread_index() == 0) {
+    for (int i = 0; i < state.range(0); ++i) {
+      engine_slots.push_back(std::make_unique<peak::CounterSlot>());
+      engine_channel.attach(*engine_slots.back());
+    }
+  }
+  for (auto _ : state) {
+    engine_channel.add(64);
+    engine_channel.add(-64);
+  }
+  per_event(state, state.iterations() * 2);
+  if (state.thread_index() == 0) {
+    for (auto& slot : engine_slots) engine_channel.detach(*slot);
+    engine_slots.clear();
+  }
+}
+BENCHMARK(BM_ChannelEvent)
+    ->ArgName("live_counters")
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(64)
+    ->Threads(1)
+    ->Threads(2);
+
+// The exact source's whole path for one cuMemAlloc_v2 + cuMemFree_v2 (three callbacks: alloc
+// EXIT, free ENTER, free EXIT), with the block map, as CUPTI would call it.
+void BM_ExactCallbacks(benchmark::State& state) {
+  static std::atomic<std::uint64_t> next_address{1ull << 40};
+  peak::Channel* channel = peak::channel(peak::Stream::exact, 0);
+  std::vector<peak::CounterSlot> slots(static_cast<std::size_t>(state.range(0)));
+  if (state.thread_index() == 0) {
+    for (auto& slot : slots) channel->attach(slot);
+  }
+  abi::CUdeviceptr address = next_address.fetch_add(1ull << 30);
+  abi::cuMemAlloc_v2_params alloc{&address, 4096};
+  abi::cuMemFree_v2_params release{address};
+  abi::CUresult ok = abi::CUDA_SUCCESS;
+  std::uint64_t correlation = 0;
+  abi::CUpti_CallbackData call{};
+  call.functionReturnValue = &ok;
+  call.correlationData = &correlation;
+  call.contextUid = 1;
+  for (auto _ : state) {
+    call.callbackSite = abi::CUPTI_API_EXIT;
+    call.functionParams = &alloc;
+    peak::on_driver_call(nullptr, abi::CUPTI_CB_DOMAIN_DRIVER_API,
+                         abi::CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &call);
+    call.callbackSite = abi::CUPTI_API_ENTER;
+    call.functionParams = &release;
+    peak::on_driver_call(nullptr, abi::CUPTI_CB_DOMAIN_DRIVER_API,
+                         abi::CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &call);
+    call.callbackSite = abi::CUPTI_API_EXIT;
+    peak::on_driver_call(nullptr, abi::CUPTI_CB_DOMAIN_DRIVER_API,
+                         abi::CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &call);
+  }
+  per_event(state, state.iterations() * 2);
+  if (state.thread_index() == 0) {
+    for (auto& slot : slots) channel->detach(slot);
+  }
+}
+BENCHMARK(BM_ExactCallbacks)->ArgName("live_counters")->Arg(0)->Arg(64)->Threads(1)->Threads(2);
+
+// start()+stop() of a trace without cache hooks, on the simulator: the exact source subscribes
+// to CUPTI at start and lets go at stop; the reported one shows the engine's own part.
+void BM_TraceStartStop(benchmark::State& state) {
+  TraceOptions options;
+  options.silent = true;
+  options.no_cache = false;
+  options.device = 0;
+  options.source = static_cast<Source>(state.range(0));
+  GPUMemTrace trace(options);
+  trace.stop();
+  for (auto _ : state) {
+    trace.start();
+    trace.stop();
+  }
+  state.SetLabel(std::string(to_string(trace.source())));
+}
+BENCHMARK(BM_TraceStartStop)
+    ->ArgName("source")
+    ->Arg(static_cast<int>(Source::exact))
+    ->Arg(static_cast<int>(Source::reported))
+    ->Arg(static_cast<int>(Source::sampled))
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string sim = GPUMEM_SIM_DIR;
+  const std::string state = "/tmp/gpumem-bench-peak-" + std::to_string(::getpid()) + ".state";
+  ::setenv("GPUMEM_SIM_STATE", state.c_str(), 1);
+  ::setenv("GPUMEM_SIM_CONFIG", R"({"devices": [{"name": "NVIDIA H200", "context_mib": 0}]})", 1);
+  ::setenv("GPUMEM_NVML_LIBRARY", (sim + "/libnvidia-ml.so.1").c_str(), 1);
+  ::setenv("GPUMEM_CUDA_LIBRARY", (sim + "/libcuda.so.1").c_str(), 1);
+  ::setenv("GPUMEM_CUPTI_LIBRARY", (sim + "/libcupti.so.13").c_str(), 1);
+  gpumem::preload();  // a current context, as in a CUDA program
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  std::remove(state.c_str());
+  return 0;
+}

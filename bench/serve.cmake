@@ -1,0 +1,10 @@
+# `gpumem serve`: scrape latency on 8 simulated GPUs with 64 processes (against the help page,
+# which collects nothing, as the baseline) and the exporter's own CPU use at its default interval
+# (against an exporter sampling 100 times less often). docs/serving.md has the commands and figures.
+add_executable(gpumem_serve_bench ${CMAKE_CURRENT_LIST_DIR}/serve/serve_bench.cpp)
+target_link_libraries(gpumem_serve_bench PRIVATE gpumem benchmark::benchmark)
+target_include_directories(gpumem_serve_bench PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+target_compile_definitions(gpumem_serve_bench PRIVATE GPUMEM_SIM_DIR="${GPUMEM_SIM_DIR}"
+                                                      GPUMEM_SERVE_EXECUTABLE="$<TARGET_FILE:gpumem_cli>")
+add_dependencies(gpumem_serve_bench gpumem_cli gpumem_sim)
+gpumem_warnings(gpumem_serve_bench)

@@ -1,0 +1,74 @@
+"""gpumem: how much GPU memory code uses, and how high it peaks.
+
+A drop-in for ``fastai.utils.mem``: change ``from fastai.utils.mem import …`` to
+``from gpumem import …``. Device ids are CUDA ordinals as the program sees them
+(``CUDA_VISIBLE_DEVICES`` and ``CUDA_DEVICE_ORDER`` respected), peaks are exact where CUPTI works,
+and importing never fails for lack of a GPU or driver: queries then return the seed's zeros.
+gpumem never imports torch or CuPy; it uses them when the program has.
+
+In IPython/Jupyter, ``%load_ext gpumem`` reports every cell's used and peak memory.
+"""
+
+from ._memory import (
+    GpuHandle,
+    GPUMemory,
+    b2mb,
+    gpu_handle,
+    gpu_mem_get,
+    gpu_mem_get_all,
+    gpu_mem_get_free,
+    gpu_mem_get_free_no_cache,
+    gpu_mem_get_used,
+    gpu_mem_get_used_fast,
+    gpu_mem_get_used_no_cache,
+    gpu_with_max_free_mem,
+    preload_pytorch,
+)
+from ._native import (
+    device_count,
+    devices,
+    diagnostics,
+    driver_version,
+    last_diagnostic,
+)
+from ._trace import GPUMemTrace, TraceBytes, gpu_mem_trace
+
+from ._native import version as __version__  # noqa: E402
+
+__all__ = [
+    "GPUMemory",
+    "GPUMemTrace",
+    "GpuHandle",
+    "TraceBytes",
+    "b2mb",
+    "device_count",
+    "devices",
+    "diagnostics",
+    "driver_version",
+    "gpu_handle",
+    "gpu_mem_get",
+    "gpu_mem_get_all",
+    "gpu_mem_get_free",
+    "gpu_mem_get_free_no_cache",
+    "gpu_mem_get_used",
+    "gpu_mem_get_used_fast",
+    "gpu_mem_get_used_no_cache",
+    "gpu_mem_trace",
+    "gpu_with_max_free_mem",
+    "last_diagnostic",
+    "preload_pytorch",
+]
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext gpumem``: trace every cell (see gpumem.ipython)."""
+    from . import ipython as _ipython
+
+    _ipython.load_ipython_extension(ipython)
+
+
+def unload_ipython_extension(ipython) -> None:
+    """``%unload_ext gpumem``."""
+    from . import ipython as _ipython
+
+    _ipython.unload_ipython_extension(ipython)

@@ -1,0 +1,52 @@
+"""Device memory for tests and demos, allocated through whatever ``libcuda.so.1`` gpumem loaded
+(the real driver, or the simulated GPU named by ``GPUMEM_CUDA_LIBRARY``)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from . import _framework, _native
+
+MB = 2**20
+
+
+class DeviceMemory:
+    """Device memory held until ``free()``, the end of a ``with`` block, or garbage collection."""
+
+    def __init__(self, allocation):
+        self._allocation = allocation
+        self.address: int = allocation.address
+        self.size: int = allocation.size
+        self.device: int = allocation.device
+
+    @property
+    def held(self) -> bool:
+        return self._allocation.valid
+
+    def free(self) -> None:
+        """Frees the memory now; later calls do nothing."""
+        self._allocation.reset()
+
+    def __enter__(self) -> "DeviceMemory":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.free()
+
+    def __repr__(self) -> str:
+        state = "held" if self.held else "freed"
+        return f"DeviceMemory({self.size} bytes on device {self.device}, {state})"
+
+
+def allocate(mb: float = 0, device: Optional[int] = None, *, nbytes: Optional[int] = None):
+    """Allocates ``mb`` MB (2**20 bytes), or exactly ``nbytes`` bytes, on CUDA ordinal ``device``
+    (``None``: the current device) with ``cuMemAlloc``, making the device's primary context
+    current. Raises MemoryError when the driver refuses (out of memory, no GPU)."""
+    size = int(nbytes) if nbytes is not None else int(mb * MB)
+    if size <= 0:
+        raise ValueError("allocate needs a positive size")
+    allocation = _native.device_allocate(size, _framework.resolve_device(device))
+    if not allocation.valid:
+        reason = _native.last_diagnostic() or "the CUDA driver refused"
+        raise MemoryError(f"cannot allocate {size} bytes on the GPU: {reason}")
+    return DeviceMemory(allocation)

@@ -1,0 +1,73 @@
+// Memory queries: tuples of ints in, tuples of ints out; the Python layer builds namedtuples.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "bindings.hpp"
+#include "gpumem/memory.hpp"
+
+namespace py = pybind11;
+
+namespace gpumem::python {
+namespace {
+
+using MemoryTuple = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
+using BytesTuple = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t>;
+
+MemoryTuple as_tuple(const GPUMemory& memory) { return {memory.total, memory.free, memory.used}; }
+
+}  // namespace
+
+void bind_queries(py::module_& module) {
+  using release = py::call_guard<py::gil_scoped_release>;
+  module.attr("current_device") = current_device;
+
+  module.def(
+      "gpu_mem_get", [](int id) { return as_tuple(gpu_mem_get(id)); }, py::arg("id") = current_device,
+      release(), "(total, free, used) MB of CUDA ordinal `id`; zeros when unavailable.");
+  module.def(
+      "gpu_mem_get_bytes",
+      [](int id) -> std::optional<BytesTuple> {
+        auto bytes = gpu_mem_get_bytes(id);
+        if (!bytes) return std::nullopt;
+        return BytesTuple{bytes->total, bytes->free, bytes->used, bytes->reserved};
+      },
+      py::arg("id") = current_device, release(),
+      "(total, free, used, reserved) bytes, or None when unavailable.");
+  module.def(
+      "gpu_mem_get_all",
+      [] {
+        std::vector<MemoryTuple> all;
+        for (const auto& memory : gpu_mem_get_all()) all.push_back(as_tuple(memory));
+        return all;
+      },
+      release());
+  module.def(
+      "gpu_with_max_free_mem",
+      [] {
+        auto best = gpu_with_max_free_mem();
+        return std::make_tuple(best.id, best.free);
+      },
+      release());
+  module.def("preload", &preload, release());
+
+  py::class_<GpuHandle>(module, "GpuHandle",
+                        "A device resolved once, for repeated cheap reads of its used memory.")
+      .def_property_readonly("valid", &GpuHandle::valid)
+      .def_property_readonly("ordinal", &GpuHandle::ordinal)
+      .def("__bool__", &GpuHandle::valid)
+      .def("__repr__", [](const GpuHandle& handle) {
+        return handle.valid() ? "GpuHandle(ordinal=" + std::to_string(handle.ordinal()) + ")"
+                              : std::string("GpuHandle(invalid)");
+      });
+  module.def("gpu_handle", &gpu_handle, py::arg("id") = current_device, release());
+  module.def("gpu_mem_get_used_fast", &gpu_mem_get_used_fast, py::arg("handle"), release());
+  module.def("gpu_mem_get_used_bytes_fast", &gpu_mem_get_used_bytes_fast, py::arg("handle"),
+             release());
+}
+
+}  // namespace gpumem::python

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Sets up and runs every test: the C++ and Python suites on the simulated GPU, then the C++ suites
+# again under AddressSanitizer+UBSan, and the concurrent parts under ThreadSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+JOBS=$(nproc)
+
+echo "== tests (build/)"
+ctest --test-dir build --output-on-failure -j "$JOBS"
+
+sanitized() {  # build-dir, sanitizers, ctest filter
+  local dir=$1 sanitize=$2 filter=$3
+  echo "== tests under -fsanitize=$sanitize ($dir/)"
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUMEM_SANITIZE="$sanitize" \
+    -DGPUMEM_BUILD_BENCH=OFF -DGPUMEM_BUILD_PYTHON=OFF >"$dir.log" 2>&1 &&
+    cmake --build "$dir" -j "$JOBS" >>"$dir.log" 2>&1 || { tail -n 40 "$dir.log"; exit 1; }
+  ctest --test-dir "$dir" --output-on-failure -j "$JOBS" -R "$filter" -E "prometheus|python"
+}
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+sanitized build-asan address,undefined "."
+sanitized build-tsan thread "Peak|peak|Trace|trace|Sim|sim|Sampler|sampler"

@@ -1,0 +1,25 @@
+// GPUMEM_SIM_FAULTS: the failures a process asks the simulator for, read once per library load.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+namespace gpumem::sim {
+
+struct Faults {
+  std::optional<int> nvml_init;  // nvmlInit* return this
+  std::optional<int> cuda_init;  // cuInit returns this
+  bool nvml_memory_v1_only = false;
+  bool nvml_memory_v2_only = false;
+  bool cupti_busy = false;
+  std::vector<unsigned> lost;  // NVML indices lost from the start
+};
+
+// Parses "nvml_init=18,cupti_busy,lost=1"; unknown or malformed entries are reported on stderr
+// and ignored, so a typo never crashes the program under test.
+Faults parse_faults(const char* text);
+
+// This process's faults (GPUMEM_SIM_FAULTS, parsed on first use).
+const Faults& faults();
+
+}  // namespace gpumem::sim

@@ -1,0 +1,164 @@
+// The simulated CUDA driver's memory calls. Each fires its driver-domain CUPTI callbacks (ENTER
+// and EXIT, with the real *_params layout) around the work.
+#include <cstdio>
+
+#include "core/export.hpp"
+#include "process.hpp"
+#include "trace_hook.hpp"
+
+using namespace gpumem::abi;
+namespace cuda = gpumem::sim::cuda;
+using cuda::AllocationKind;
+using cuda::traced;
+
+namespace {
+
+CUresult allocate_current(CUdeviceptr* pointer, std::size_t bytes, AllocationKind kind) {
+  if (pointer == nullptr || bytes == 0)
+    return cuda::initialized() ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_INITIALIZED;
+  unsigned nvml = 0;
+  if (const CUresult rc = cuda::current_device(&nvml)) return rc;
+  std::uint64_t address = 0;
+  if (const CUresult rc = cuda::allocate(nvml, bytes, kind, &address)) return rc;
+  *pointer = address;
+  return CUDA_SUCCESS;
+}
+
+CUresult free_pointer(CUdeviceptr pointer) {
+  if (!cuda::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (pointer == 0) return CUDA_SUCCESS;
+  return cuda::release(pointer, AllocationKind::device);
+}
+
+}  // namespace
+
+GPUMEM_SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* pointer, std::size_t bytes) {
+  const cuMemAlloc_v2_params params{pointer, bytes};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", params,
+                [&] { return allocate_current(pointer, bytes, AllocationKind::device); });
+}
+
+// Rows are padded to a multiple of 512 bytes, as the hardware's pitch alignment.
+GPUMEM_SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* pointer, std::size_t* pitch,
+                                              std::size_t width, std::size_t height,
+                                              unsigned element_bytes) {
+  const cuMemAllocPitch_v2_params params{pointer, pitch, width, height, element_bytes};
+  return traced(
+      CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2, "cuMemAllocPitch_v2", params, [&]() -> CUresult {
+        if (pitch == nullptr || width == 0 || height == 0 ||
+            (element_bytes != 4 && element_bytes != 8 && element_bytes != 16)) {
+          return cuda::initialized() ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_INITIALIZED;
+        }
+        const std::size_t padded = (width + 511) / 512 * 512;
+        const CUresult rc = allocate_current(pointer, padded * height, AllocationKind::device);
+        if (rc == CUDA_SUCCESS) *pitch = padded;
+        return rc;
+      });
+}
+
+GPUMEM_SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr pointer) {
+  const cuMemFree_v2_params params{pointer};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2", params,
+                [&] { return free_pointer(pointer); });
+}
+
+GPUMEM_SIM_EXPORT CUresult cuMemGetInfo_v2(std::size_t* free, std::size_t* total) {
+  struct {
+    std::size_t* free;
+    std::size_t* total;
+  } const params{free, total};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemGetInfo_v2, "cuMemGetInfo_v2", params,
+                [&]() -> CUresult {
+                  unsigned nvml = 0;
+                  if (const CUresult rc = cuda::current_device(&nvml)) return rc;
+                  if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
+                  const auto numbers = cuda::state().memory(nvml);
+                  *free = numbers.free();
+                  *total = numbers.total;
+                  return CUDA_SUCCESS;
+                });
+}
+
+GPUMEM_SIM_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, std::size_t* size,
+                                                   CUdeviceptr pointer) {
+  if (!cuda::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  std::uint64_t found_base = 0, found_bytes = 0;
+  if (!cuda::find_allocation(pointer, &found_base, &found_bytes)) return CUDA_ERROR_NOT_FOUND;
+  if (base != nullptr) *base = found_base;
+  if (size != nullptr) *size = found_bytes;
+  return CUDA_SUCCESS;
+}
+
+// Host-backed here: never shows in device memory.
+GPUMEM_SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* pointer, std::size_t bytes,
+                                             unsigned flags) {
+  const cuMemAllocManaged_params params{pointer, bytes, flags};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, "cuMemAllocManaged", params,
+                [&] { return allocate_current(pointer, bytes, AllocationKind::managed); });
+}
+
+// Stream-ordered allocations complete immediately: the pool never caches freed blocks here.
+GPUMEM_SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* pointer, std::size_t bytes,
+                                           CUstream stream) {
+  const cuMemAllocAsync_params params{pointer, bytes, stream};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, "cuMemAllocAsync", params,
+                [&] { return allocate_current(pointer, bytes, AllocationKind::device); });
+}
+GPUMEM_SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* pointer, std::size_t bytes,
+                                                CUstream stream) {
+  const cuMemAllocAsync_params params{pointer, bytes, stream};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz, "cuMemAllocAsync_ptsz", params,
+                [&] { return allocate_current(pointer, bytes, AllocationKind::device); });
+}
+
+GPUMEM_SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* pointer, std::size_t bytes,
+                                                   CUmemoryPool pool, CUstream stream) {
+  const cuMemAllocFromPoolAsync_params params{pointer, bytes, pool, stream};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", params,
+                [&] { return allocate_current(pointer, bytes, AllocationKind::device); });
+}
+GPUMEM_SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* pointer, std::size_t bytes,
+                                                        CUmemoryPool pool, CUstream stream) {
+  const cuMemAllocFromPoolAsync_params params{pointer, bytes, pool, stream};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz,
+                "cuMemAllocFromPoolAsync_ptsz", params,
+                [&] { return allocate_current(pointer, bytes, AllocationKind::device); });
+}
+
+GPUMEM_SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr pointer, CUstream stream) {
+  const cuMemFreeAsync_params params{pointer, stream};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, "cuMemFreeAsync", params,
+                [&] { return free_pointer(pointer); });
+}
+GPUMEM_SIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr pointer, CUstream stream) {
+  const cuMemFreeAsync_params params{pointer, stream};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz, "cuMemFreeAsync_ptsz", params,
+                [&] { return free_pointer(pointer); });
+}
+
+// Physical memory on prop->location.id (a CUDA ordinal), with or without a current context.
+GPUMEM_SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, std::size_t bytes,
+                                       const CUmemAllocationProp* prop, unsigned long long flags) {
+  const cuMemCreate_params params{handle, bytes, prop, flags};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemCreate, "cuMemCreate", params, [&]() -> CUresult {
+    if (!cuda::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (handle == nullptr || prop == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (prop->locationType != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_NOT_SUPPORTED;
+    if (prop->locationId < 0 || prop->locationId >= cuda::device_count())
+      return CUDA_ERROR_INVALID_DEVICE;
+    const unsigned nvml = cuda::nvml_index(prop->locationId);
+    if (cuda::state().lost(nvml)) return CUDA_ERROR_DEVICE_UNAVAILABLE;
+    std::uint64_t value = 0;
+    if (const CUresult rc = cuda::allocate(nvml, bytes, AllocationKind::vmm, &value)) return rc;
+    *handle = value;
+    return CUDA_SUCCESS;
+  });
+}
+
+GPUMEM_SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  const cuMemRelease_params params{handle};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemRelease, "cuMemRelease", params, [&]() -> CUresult {
+    if (!cuda::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    return cuda::release(handle, AllocationKind::vmm);
+  });
+}

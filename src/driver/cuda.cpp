@@ -1,0 +1,150 @@
+#include "driver/cuda.hpp"
+
+#include "driver/library.hpp"
+#include "query/diagnostics_log.hpp"
+
+namespace gpumem::driver {
+
+namespace {
+
+using namespace abi;
+
+Cuda load_cuda() {
+  Cuda api;
+  // Leaked on purpose: contexts and callbacks may still use the driver during process exit.
+  static auto* library =
+      new SharedLibrary(SharedLibrary::open("GPUMEM_CUDA_LIBRARY", {"libcuda.so.1", "libcuda.so"}));
+  if (!library->loaded()) {
+    api.why = "CUDA driver not found (" + library->error() + ")";
+    return api;
+  }
+  const SharedLibrary& lib = *library;
+  api.init = lib.function<PFN_cuInit>("cuInit");
+  api.driverGetVersion = lib.function<PFN_cuDriverGetVersion>("cuDriverGetVersion");
+  api.getErrorString = lib.function<PFN_cuGetErrorString>("cuGetErrorString");
+  api.deviceGetCount = lib.function<PFN_cuDeviceGetCount>("cuDeviceGetCount");
+  api.deviceGet = lib.function<PFN_cuDeviceGet>("cuDeviceGet");
+  api.deviceGetName = lib.function<PFN_cuDeviceGetName>("cuDeviceGetName");
+  api.deviceGetUuid = lib.function<PFN_cuDeviceGetUuid>({"cuDeviceGetUuid_v2", "cuDeviceGetUuid"});
+  api.deviceGetPCIBusId = lib.function<PFN_cuDeviceGetPCIBusId>("cuDeviceGetPCIBusId");
+  api.devicePrimaryCtxRetain =
+      lib.function<PFN_cuDevicePrimaryCtxRetain>("cuDevicePrimaryCtxRetain");
+  api.devicePrimaryCtxRelease = lib.function<PFN_cuDevicePrimaryCtxRelease>(
+      {"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"});
+  api.devicePrimaryCtxGetState =
+      lib.function<PFN_cuDevicePrimaryCtxGetState>("cuDevicePrimaryCtxGetState");
+  api.ctxSetCurrent = lib.function<PFN_cuCtxSetCurrent>("cuCtxSetCurrent");
+  api.ctxGetCurrent = lib.function<PFN_cuCtxGetCurrent>("cuCtxGetCurrent");
+  api.ctxGetDevice = lib.function<PFN_cuCtxGetDevice>("cuCtxGetDevice");
+  api.memGetInfo = lib.function<PFN_cuMemGetInfo>({"cuMemGetInfo_v2", "cuMemGetInfo"});
+  api.memAlloc = lib.function<PFN_cuMemAlloc>({"cuMemAlloc_v2", "cuMemAlloc"});
+  api.memFree = lib.function<PFN_cuMemFree>({"cuMemFree_v2", "cuMemFree"});
+  api.memGetAddressRange =
+      lib.function<PFN_cuMemGetAddressRange>({"cuMemGetAddressRange_v2", "cuMemGetAddressRange"});
+  if (api.init == nullptr || api.deviceGetCount == nullptr || api.deviceGet == nullptr ||
+      api.ctxGetCurrent == nullptr) {
+    api.why =
+        "CUDA driver unusable: " + lib.path() + " lacks cuInit, cuDeviceGet or cuCtxGetCurrent";
+    return api;
+  }
+  api.loaded = true;
+  return api;
+}
+
+const char* code_name(CUresult code) {
+  switch (code) {
+    case CUDA_SUCCESS:
+      return "CUDA_SUCCESS";
+    case CUDA_ERROR_INVALID_VALUE:
+      return "CUDA_ERROR_INVALID_VALUE";
+    case CUDA_ERROR_OUT_OF_MEMORY:
+      return "CUDA_ERROR_OUT_OF_MEMORY";
+    case CUDA_ERROR_NOT_INITIALIZED:
+      return "CUDA_ERROR_NOT_INITIALIZED";
+    case CUDA_ERROR_DEINITIALIZED:
+      return "CUDA_ERROR_DEINITIALIZED";
+    case CUDA_ERROR_STUB_LIBRARY:
+      return "CUDA_ERROR_STUB_LIBRARY";
+    case CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER:
+      return "CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER";
+    case CUDA_ERROR_DEVICE_UNAVAILABLE:
+      return "CUDA_ERROR_DEVICE_UNAVAILABLE";
+    case CUDA_ERROR_NO_DEVICE:
+      return "CUDA_ERROR_NO_DEVICE";
+    case CUDA_ERROR_INVALID_DEVICE:
+      return "CUDA_ERROR_INVALID_DEVICE";
+    case CUDA_ERROR_INVALID_CONTEXT:
+      return "CUDA_ERROR_INVALID_CONTEXT";
+    case CUDA_ERROR_NOT_FOUND:
+      return "CUDA_ERROR_NOT_FOUND";
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+      return "CUDA_ERROR_CONTEXT_IS_DESTROYED";
+    case CUDA_ERROR_NOT_PERMITTED:
+      return "CUDA_ERROR_NOT_PERMITTED";
+    case CUDA_ERROR_NOT_SUPPORTED:
+      return "CUDA_ERROR_NOT_SUPPORTED";
+    case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:
+      return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
+    case CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE:
+      return "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE";
+    case CUDA_ERROR_UNKNOWN:
+      return "CUDA_ERROR_UNKNOWN";
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+const Cuda& cuda() noexcept {
+  // Never destroyed: queries may run from other threads or static destructors at exit.
+  static const Cuda& api = *[] {
+    auto* loaded = new Cuda(load_cuda());
+    if (!loaded->loaded) detail::record_diagnostic(loaded->why);
+    if (loaded->loaded)
+      g_loaded_ctx_get_current.store(loaded->ctxGetCurrent, std::memory_order_release);
+    return loaded;
+  }();
+  return api;
+}
+
+std::atomic<abi::PFN_cuCtxGetCurrent> g_loaded_ctx_get_current{nullptr};
+
+bool cuda_initialized_slow() noexcept {
+  const Cuda& api = cuda();
+  if (!api.loaded) return false;
+  CUcontext context = nullptr;
+  return api.ctxGetCurrent(&context) != CUDA_ERROR_NOT_INITIALIZED;
+}
+
+abi::CUresult cuda_init() noexcept {
+  static const CUresult result = [] {
+    const Cuda& api = cuda();
+    if (!api.loaded) return CUresult{CUDA_ERROR_NOT_INITIALIZED};
+    const CUresult rc = api.init(0);
+    if (rc != CUDA_SUCCESS) {
+      detail::record_diagnostic("CUDA: cuInit failed (" + cuda_error_name(rc) + ")");
+    }
+    return rc;
+  }();
+  return result;
+}
+
+std::string cuda_error_name(abi::CUresult code) {
+  if (const char* name = code_name(code)) return name;
+  return "CUDA_ERROR_" + std::to_string(code);
+}
+
+std::string cuda_error_text(abi::CUresult code) {
+  std::string text = cuda_error_name(code);
+  const Cuda& api = cuda();
+  const char* description = nullptr;
+  if (api.getErrorString != nullptr && api.getErrorString(code, &description) == CUDA_SUCCESS &&
+      description != nullptr && *description) {
+    text += ": ";
+    text += description;
+  }
+  return text;
+}
+
+}  // namespace gpumem::driver

@@ -1,0 +1,19 @@
+// A process-wide tap on the exact source's device-memory events, for code that must see every
+// allocation as it happens (the `gpumem run` injection library feeds cross-process counters
+// with it). Managed memory is not reported: it is not device memory.
+#pragma once
+
+#include <cstdint>
+
+namespace gpumem::detail {
+
+// Called on the allocating/freeing thread for every device-memory event the exact source sees
+// while the CUPTI subscription is held (keep a PeakCounter(Source::exact) alive to hold it):
+// delta_bytes > 0 for an allocation, < 0 for a free; device is the CUDA ordinal. Must be cheap
+// and must not call CUDA. nullptr removes the observer. Unset, the cost is one relaxed atomic
+// load per event. Replacing an observer while events are in flight is safe, but an event that
+// already loaded the old one may still call it once afterwards.
+using EventObserver = void (*)(void* ctx, int device, std::int64_t delta_bytes);
+void set_event_observer(EventObserver fn, void* ctx) noexcept;
+
+}  // namespace gpumem::detail

@@ -1,0 +1,30 @@
+#include "publish/spool_files.hpp"
+
+#include <cstdint>
+#include <cstdio>
+
+namespace gpumem::detail {
+
+std::string spool_file_name(unsigned pid, std::string_view scope) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (unsigned char c : scope) {
+    hash = (hash ^ c) * 0x100000001b3ull;
+  }
+  char text[48];
+  std::snprintf(text, sizeof text, "%u-%016llx.trace", pid, static_cast<unsigned long long>(hash));
+  return text;
+}
+
+std::string spool_temporary_name(unsigned pid, unsigned sequence) {
+  return "." + std::to_string(pid) + "-" + std::to_string(sequence) + ".tmp";
+}
+
+bool is_spool_record_name(std::string_view name) {
+  return !name.empty() && name.front() != '.' && name.ends_with(".trace");
+}
+
+bool is_spool_temporary_name(std::string_view name) {
+  return !name.empty() && name.front() == '.' && name.ends_with(".tmp");
+}
+
+}  // namespace gpumem::detail

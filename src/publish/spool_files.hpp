@@ -1,0 +1,16 @@
+// Names of the files in a spool directory, shared by the writer and the reader.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace gpumem::detail {
+
+// "<pid>-<16 hex digits of the scope's FNV-1a hash>.trace": one file per process and scope.
+std::string spool_file_name(unsigned pid, std::string_view scope);
+// ".<pid>-<sequence>.tmp": hidden, and never taken for a record.
+std::string spool_temporary_name(unsigned pid, unsigned sequence);
+bool is_spool_record_name(std::string_view name);
+bool is_spool_temporary_name(std::string_view name);
+
+}  // namespace gpumem::detail

@@ -1,0 +1,108 @@
+#include "gpumem/device.hpp"
+
+#include <cstring>
+
+#include "driver/nvml.hpp"
+#include "identity/device_map.hpp"
+#include "query/device_errors.hpp"
+
+namespace gpumem {
+
+namespace {
+
+std::optional<DeviceInfo> describe(const identity::MappedDevice& device) {
+  if (device.handle == nullptr) return std::nullopt;
+  const driver::Nvml& nvml = driver::nvml();
+  DeviceInfo info;
+  info.ordinal = device.ordinal;
+  info.nvml_index = device.nvml_index;
+  info.uuid = device.uuid;
+  info.pci_bus_id = device.pci_bus_id;
+  char name[abi::NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
+  if (nvml.deviceGetName != nullptr) {
+    const abi::nvmlReturn_t rc = nvml.deviceGetName(device.handle, name, sizeof name);
+    if (rc == abi::NVML_SUCCESS) {
+      info.name.assign(name, strnlen(name, sizeof name));
+    } else {
+      detail::note_nvml_failure(device.ordinal, "name", rc);
+    }
+  }
+  driver::MemoryReading reading;
+  const abi::nvmlReturn_t rc = driver::memory_info(device.handle, reading);
+  if (rc == abi::NVML_SUCCESS) {
+    info.memory = {reading.total, reading.free, reading.used, reading.reserved};
+  } else {
+    detail::note_nvml_failure(device.ordinal, "memory info", rc);
+  }
+  return info;
+}
+
+}  // namespace
+
+int device_count() noexcept {
+  return static_cast<int>(identity::device_map().devices.size());
+}
+
+int current_device_ordinal() noexcept {
+  return identity::current_ordinal();
+}
+
+std::optional<DeviceInfo> device_info(int id) noexcept {
+  try {
+    const identity::MappedDevice* device = identity::find_device(id);
+    if (device == nullptr) return std::nullopt;
+    return describe(*device);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+std::vector<DeviceInfo> devices() noexcept {
+  std::vector<DeviceInfo> all;
+  try {
+    for (const identity::MappedDevice& device : identity::device_map().devices) {
+      if (std::optional<DeviceInfo> info = describe(device)) all.push_back(std::move(*info));
+    }
+  } catch (...) {
+    return {};
+  }
+  return all;
+}
+
+std::vector<ProcessMemory> device_processes(int id) noexcept {
+  try {
+    const identity::MappedDevice* device = identity::find_device(id);
+    if (device == nullptr || device->handle == nullptr) return {};
+    std::vector<driver::ProcessRecord> records;
+    const abi::nvmlReturn_t rc = driver::running_processes(device->handle, records);
+    if (rc != abi::NVML_SUCCESS) {
+      detail::note_nvml_failure(device->ordinal, "process list", rc);
+      return {};
+    }
+    std::vector<ProcessMemory> processes;
+    for (const driver::ProcessRecord& record : records) {
+      ProcessMemory process;
+      process.pid = record.pid;
+      if (record.used_bytes != abi::NVML_VALUE_NOT_AVAILABLE)
+        process.used_bytes = record.used_bytes;
+      processes.push_back(process);
+    }
+    return processes;
+  } catch (...) {
+    return {};
+  }
+}
+
+std::string driver_version() noexcept {
+  try {
+    const driver::Nvml& nvml = driver::nvml();
+    if (!nvml.ready || nvml.systemGetDriverVersion == nullptr) return {};
+    char version[abi::NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
+    if (nvml.systemGetDriverVersion(version, sizeof version) != abi::NVML_SUCCESS) return {};
+    return std::string(version, strnlen(version, sizeof version));
+  } catch (...) {
+    return {};
+  }
+}
+
+}  // namespace gpumem

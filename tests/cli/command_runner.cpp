@@ -1,0 +1,139 @@
+#include "command_runner.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace gpumem::testing {
+namespace {
+
+std::string unique_path(const std::string& stem) {
+  static std::atomic<int> sequence{0};
+  return (std::filesystem::temp_directory_path() /
+          ("gpumem-cli-test-" + std::to_string(::getpid()) + "-" + std::to_string(sequence++) +
+           stem))
+      .string();
+}
+
+pid_t spawn(const std::vector<std::string>& argv, const std::string& out, const std::string& err,
+            bool own_group) {
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  if (own_group) {
+    posix_spawnattr_setpgroup(&attributes, 0);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  }
+  pid_t pid = -1;
+  const int failed = ::posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  if (failed != 0) throw std::runtime_error("cannot start " + argv[0]);
+  return pid;
+}
+
+int wait_status(pid_t pid, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0) return -1;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+}  // namespace
+
+std::string gpumem_binary() {
+  return GPUMEM_CLI_PATH;
+}
+std::string sim_tool() {
+  return std::string(GPUMEM_SIM_DIR) + "/gpumem-sim";
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+std::string temporary_folder() {
+  const std::string folder = unique_path("-files");
+  std::filesystem::create_directories(folder);
+  return folder;
+}
+
+CommandResult run_command(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
+  const std::string out = unique_path(".out"), err = unique_path(".err");
+  const pid_t pid = spawn(argv, out, err, false);
+  CommandResult result;
+  result.exit_code = wait_status(pid, timeout);
+  result.out = read_file(out);
+  result.err = read_file(err);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return result;
+}
+
+BackgroundCommand::BackgroundCommand(const std::vector<std::string>& argv)
+    : out_path_(unique_path(".out")), err_path_(unique_path(".err")) {
+  pid_ = spawn(argv, out_path_, err_path_, true);
+}
+
+BackgroundCommand::~BackgroundCommand() {
+  if (pid_ > 0) {
+    ::kill(-pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  std::filesystem::remove(out_path_);
+  std::filesystem::remove(err_path_);
+}
+
+bool BackgroundCommand::wait_for_output(const std::string& text,
+                                        std::chrono::seconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (read_file(out_path_).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+CommandResult BackgroundCommand::wait(std::chrono::seconds timeout) {
+  CommandResult result;
+  result.exit_code = wait_status(pid_, timeout);
+  pid_ = -1;
+  result.out = read_file(out_path_);
+  result.err = read_file(err_path_);
+  return result;
+}
+
+}  // namespace gpumem::testing

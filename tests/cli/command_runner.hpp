@@ -1,0 +1,46 @@
+// Runs the built `gpumem` (and the simulator's tool) as a user would, capturing what it prints.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace gpumem::testing {
+
+struct CommandResult {
+  int exit_code = -1;  // the status, or 128 + signal
+  std::string out;
+  std::string err;
+};
+
+std::string gpumem_binary();
+std::string sim_tool();
+
+// Runs to completion (killed after `timeout`), in the calling process's environment.
+CommandResult run_command(const std::vector<std::string>& argv,
+                          std::chrono::seconds timeout = std::chrono::seconds(60));
+
+// A command left running in the background, in its own process group.
+class BackgroundCommand {
+ public:
+  explicit BackgroundCommand(const std::vector<std::string>& argv);
+  ~BackgroundCommand();
+  pid_t pid() const { return pid_; }
+  // Waits until its stdout holds `text`; false after `timeout`.
+  bool wait_for_output(const std::string& text,
+                       std::chrono::seconds timeout = std::chrono::seconds(30)) const;
+  CommandResult wait(std::chrono::seconds timeout = std::chrono::seconds(60));
+
+ private:
+  pid_t pid_ = -1;
+  std::string out_path_;
+  std::string err_path_;
+};
+
+std::string read_file(const std::string& path);
+// A fresh empty folder for a test's files.
+std::string temporary_folder();
+
+}  // namespace gpumem::testing

@@ -1,0 +1,103 @@
+// `gpumem list` against the simulated GPUs, in each format.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command_runner.hpp"
+#include "support/sim_gpu.hpp"
+
+namespace gpumem::testing {
+namespace {
+
+TEST(List, TableShowsEveryDeviceInCudaOrderWithItsMemory) {
+  SimGpu gpu;
+  const CommandResult result = run_command({gpumem_binary(), "list"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  // CUDA ordinal 0 is NVML 1 (the H200) in this config.
+  const auto h200 = result.out.find("  0     1  NVIDIA H200");
+  const auto a100 = result.out.find("  1     0  NVIDIA A100-SXM4-40GB");
+  ASSERT_NE(h200, std::string::npos) << result.out;
+  ASSERT_NE(a100, std::string::npos) << result.out;
+  EXPECT_LT(h200, a100);
+  EXPECT_NE(result.out.find("GPU-bbbbbbbb-2222-4000-8000-000000000001  00000000:19:00.0"),
+            std::string::npos);
+  EXPECT_NE(result.out.find("140.4 GiB"), std::string::npos);  // 143771 MiB
+  EXPECT_NE(result.out.find("542.0 MiB"), std::string::npos);
+  EXPECT_NE(result.out.find("Driver 580.95.05"), std::string::npos);
+  EXPECT_NE(result.out.find("No processes use GPU memory."), std::string::npos);
+}
+
+TEST(List, JsonHoldsTheDevicesAndTheProcessesWithTheirBytes) {
+  SimGpu gpu;
+  BackgroundCommand holder({sim_tool(), "workload", "alloc a 100MiB; print ready; sleep 30s"});
+  ASSERT_TRUE(holder.wait_for_output("ready"));
+  const CommandResult result = run_command({gpumem_binary(), "list", "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto document = nlohmann::json::parse(result.out);
+  EXPECT_EQ(document["schema"], "gpumem.list/1");
+  EXPECT_EQ(document["driver_version"], "580.95.05");
+  const auto& devices = document["devices"];
+  ASSERT_EQ(devices.size(), 2u);
+  const auto& h200 = devices[0];
+  EXPECT_EQ(h200["device"], 0);
+  EXPECT_EQ(h200["nvml_index"], 1);
+  EXPECT_EQ(h200["name"], "NVIDIA H200");
+  EXPECT_EQ(h200["uuid"], "GPU-bbbbbbbb-2222-4000-8000-000000000001");
+  EXPECT_EQ(h200["pci_bus_id"], "00000000:19:00.0");
+  EXPECT_EQ(h200["memory"]["total_bytes"], 143771 * MiB);
+  EXPECT_EQ(h200["memory"]["reserved_bytes"], 542 * MiB);
+  EXPECT_EQ(h200["memory"]["used_bytes"], 100 * MiB);
+  EXPECT_EQ(h200["memory"]["free_bytes"], (143771 - 542 - 100) * MiB);
+  ASSERT_EQ(h200["processes"].size(), 1u);
+  EXPECT_EQ(h200["processes"][0]["pid"], holder.pid());
+  EXPECT_EQ(h200["processes"][0]["name"], "gpumem-sim");
+  EXPECT_EQ(h200["processes"][0]["used_bytes"], 100 * MiB);
+  EXPECT_EQ(devices[1]["memory"]["used_bytes"], 0u);
+  EXPECT_TRUE(devices[1]["processes"].empty());
+}
+
+TEST(List, CsvHasOneRowPerDeviceAndProcess) {
+  SimGpu gpu;
+  BackgroundCommand holder({sim_tool(), "workload", "alloc a 3MiB; print ready; sleep 30s"});
+  ASSERT_TRUE(holder.wait_for_output("ready"));
+  const CommandResult result = run_command({gpumem_binary(), "list", "--csv"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string pid = std::to_string(holder.pid());
+  EXPECT_EQ(result.out,
+            "device,nvml_index,name,uuid,pci_bus_id,total_bytes,used_bytes,free_bytes,"
+            "reserved_bytes,pid,process_name,process_used_bytes\n"
+            "0,1,NVIDIA H200,GPU-bbbbbbbb-2222-4000-8000-000000000001,00000000:19:00.0," +
+                std::to_string(143771 * MiB) + "," + std::to_string(3 * MiB) + "," +
+                std::to_string((143771 - 542 - 3) * MiB) + "," + std::to_string(542 * MiB) + "," +
+                pid + ",gpumem-sim," + std::to_string(3 * MiB) +
+                "\n"
+                "1,0,NVIDIA A100-SXM4-40GB,GPU-aaaaaaaa-1111-4000-8000-000000000000,"
+                "00000000:3B:00.0," +
+                std::to_string(40960 * MiB) + ",0," + std::to_string((40960 - 256) * MiB) + "," +
+                std::to_string(256 * MiB) + ",,,\n");
+}
+
+TEST(List, WithoutAGpuSaysWhyAndListsNothing) {
+  SimGpu gpu;
+  ::setenv("GPUMEM_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+  ::setenv("GPUMEM_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+  const CommandResult table = run_command({gpumem_binary(), "list"});
+  EXPECT_EQ(table.exit_code, 0);
+  EXPECT_EQ(table.out, "");
+  EXPECT_NE(table.err.find("gpumem: no GPU found: "), std::string::npos) << table.err;
+  const CommandResult json = run_command({gpumem_binary(), "list", "--json"});
+  EXPECT_EQ(json.exit_code, 0);
+  const auto document = nlohmann::json::parse(json.out);
+  EXPECT_TRUE(document["devices"].empty());
+  EXPECT_FALSE(document["diagnostics"].empty());
+}
+
+TEST(List, RejectsJsonTogetherWithCsv) {
+  SimGpu gpu;
+  const CommandResult result = run_command({gpumem_binary(), "list", "--json", "--csv"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+}
+
+}  // namespace
+}  // namespace gpumem::testing

@@ -1,0 +1,171 @@
+// CUDA ordinal → NVML device under every CUDA_VISIBLE_DEVICES form and device order, read from
+// the environment (CUDA unused) and from the driver (CUDA initialised), which must agree.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "core_configs.hpp"
+#include "driver/cuda.hpp"
+#include "gpumem/gpumem.hpp"
+
+namespace gpumem {
+namespace {
+
+using namespace gpumem::testing;
+
+// NVML indices of ordinals 0, 1, … .
+std::vector<unsigned> mapped() {
+  std::vector<unsigned> indices;
+  for (const DeviceInfo& info : devices()) indices.push_back(info.nvml_index);
+  return indices;
+}
+
+void initialise_cuda() {
+  // device_allocate initialises CUDA like any CUDA program would; the block is freed at once.
+  DeviceAllocation block = device_allocate(MiB, 0);
+  (void)block;
+}
+
+struct VisibleCase {
+  const char* visible;         // nullptr: unset
+  std::vector<unsigned> nvml;  // expected NVML indices of ordinals 0, 1, …
+};
+
+class VisibleDevicesForms : public ::testing::TestWithParam<std::tuple<VisibleCase, bool>> {};
+
+TEST_P(VisibleDevicesForms, MapsOrdinalsToTheRightBoards) {
+  const auto& [form, with_cuda] = GetParam();
+  SimGpu sim;
+  if (form.visible != nullptr) {
+    ::setenv("CUDA_VISIBLE_DEVICES", form.visible, 1);
+  } else {
+    ::unsetenv("CUDA_VISIBLE_DEVICES");
+  }
+  if (with_cuda) {
+    initialise_cuda();
+    if (!form.nvml.empty()) {
+      EXPECT_EQ(driver::cuda_initialized(), true);
+    }
+  } else {
+    EXPECT_EQ(driver::cuda_initialized(), false);
+  }
+  EXPECT_EQ(mapped(), form.nvml);
+  EXPECT_EQ(device_count(), static_cast<int>(form.nvml.size()));
+  // The numbers follow the mapping: the A100 (NVML 0) has 40960 MiB, the H200 (NVML 1) 143771.
+  for (std::size_t ordinal = 0; ordinal < form.nvml.size(); ++ordinal) {
+    const std::int64_t expected = form.nvml[ordinal] == 0 ? kA100Total : kH200Total;
+    EXPECT_EQ(gpu_mem_get(static_cast<int>(ordinal)).total, expected) << "ordinal " << ordinal;
+  }
+  EXPECT_EQ(gpu_mem_get(static_cast<int>(form.nvml.size())), GPUMemory{});
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+// kTwoGpus: CUDA (and PCI) order is [NVML 1 (H200, bus 19), NVML 0 (A100, bus 3B)].
+const VisibleCase kForms[] = {
+    {nullptr, {1, 0}},
+    {"", {}},
+    {"0", {1}},
+    {"1", {0}},
+    {"1,0", {0, 1}},
+    {"1gpu,0x", {0, 1}},
+    {"0,2,1", {1}},
+    {"1,-1,0", {0}},
+    {"0,0", {}},
+    {"0,GPU-bbbb", {}},
+    {"GPU-aaaa", {0}},
+    {"GPU-bbbbbbbb-2222-4000-8000-000000000001,GPU-aaaaaaaa", {1, 0}},
+    {"GPU-", {}},
+    {"GPU-ffff,0", {}},
+    {"GPU-aaaa,GPU-cccc,0", {0}},
+};
+
+INSTANTIATE_TEST_SUITE_P(Forms, VisibleDevicesForms,
+                         ::testing::Combine(::testing::ValuesIn(kForms), ::testing::Bool()));
+
+class MigForms : public ::testing::TestWithParam<bool> {};
+
+TEST_P(MigForms, MigUuidsMapToTheInstance) {
+  SimGpu sim(kMig);
+  ::setenv("CUDA_VISIBLE_DEVICES", "MIG-cccc", 1);
+  if (GetParam()) initialise_cuda();
+  const auto all = devices();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].nvml_index, 1u);
+  EXPECT_EQ(all[0].uuid, "MIG-cccccccc-3333-4000-8000-000000000002");
+  EXPECT_EQ(gpu_mem_get(0).total, 40192);
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+INSTANTIATE_TEST_SUITE_P(WithAndWithoutCuda, MigForms, ::testing::Bool());
+
+TEST(DeviceOrder, PciBusIdOrderWithoutCuda) {
+  SimGpu sim(kFastestFirstDiffers);
+  ::setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+  EXPECT_EQ(mapped(), (std::vector<unsigned>{0, 1}));
+  initialise_cuda();
+  EXPECT_EQ(mapped(), (std::vector<unsigned>{0, 1}));  // the driver agrees
+  ::unsetenv("CUDA_DEVICE_ORDER");
+}
+
+TEST(DeviceOrder, FastestFirstBecomesExactOnceCudaIsInitialised) {
+  SimGpu sim(kFastestFirstDiffers);
+  ::unsetenv("CUDA_DEVICE_ORDER");
+  // Without CUDA only the PCI order can be known…
+  EXPECT_EQ(mapped(), (std::vector<unsigned>{0, 1}));
+  EXPECT_EQ(gpu_mem_get(0).total, 15360);
+  // …and once CUDA is up the mapping is refreshed from the driver's own enumeration.
+  initialise_cuda();
+  EXPECT_EQ(mapped(), (std::vector<unsigned>{1, 0}));
+  EXPECT_EQ(gpu_mem_get(0).total, 81559);
+}
+
+TEST(DeviceOrder, UuidFormsAreExactInAnyOrder) {
+  SimGpu sim(kFastestFirstDiffers);
+  ::setenv("CUDA_VISIBLE_DEVICES", "GPU-2222,GPU-1111", 1);
+  EXPECT_EQ(mapped(), (std::vector<unsigned>{1, 0}));
+  initialise_cuda();
+  EXPECT_EQ(mapped(), (std::vector<unsigned>{1, 0}));
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+TEST(Refresh, FollowsTheEnvironmentUntilCudaStarts) {
+  SimGpu sim;
+  EXPECT_EQ(device_count(), 2);
+  ::setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+  EXPECT_EQ(device_count(), 1);
+  EXPECT_EQ(gpu_mem_get(0).total, kA100Total);
+  ::setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+  EXPECT_EQ(gpu_mem_get(0).total, kA100Total);
+  ::setenv("CUDA_VISIBLE_DEVICES", "0,1", 1);
+  EXPECT_EQ(device_count(), 2);
+  EXPECT_EQ(gpu_mem_get(0).total, kH200Total);
+  initialise_cuda();
+  // CUDA read the variables at cuInit: later changes cannot change what its ordinals mean.
+  ::setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+  EXPECT_EQ(device_count(), 2);
+  EXPECT_EQ(gpu_mem_get(0).total, kH200Total);
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  ::unsetenv("CUDA_DEVICE_ORDER");
+}
+
+TEST(Refresh, HandleStaysValidAcrossRefreshes) {
+  SimGpu sim;
+  const GpuHandle handle = gpu_handle(1);
+  ::setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+  EXPECT_EQ(device_count(), 1);
+  DeviceAllocation block = device_allocate(8 * MiB, 0);  // the H200 (ordinal 0 under "0")
+  EXPECT_EQ(gpu_mem_get_used_fast(handle), 0);           // the handle is still the A100
+  EXPECT_EQ(gpu_mem_get(0).used, 8);
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+TEST(CurrentDevice, ZeroWhenCudaUnused) {
+  SimGpu sim;
+  ::setenv("CUDA_VISIBLE_DEVICES", "1,0", 1);
+  EXPECT_EQ(current_device_ordinal(), 0);
+  EXPECT_EQ(gpu_mem_get().total, kA100Total);
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+}  // namespace
+}  // namespace gpumem

@@ -1,0 +1,218 @@
+// The exact source's paths: each allocation API, blocks from before tracing, the runtime's double
+// view, managed memory kept apart, and CUPTI shared politely with other tools.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "gpumem/allocate.hpp"
+#include "gpumem/diagnostics.hpp"
+#include "gpumem/peak.hpp"
+#include "peak/channels.hpp"
+#include "peak/event_observer.hpp"
+#include "peak/sim_driver.hpp"
+
+namespace gpumem {
+namespace {
+
+using namespace gpumem::abi;
+using testing::MiB;
+using testing::OtherCuptiClient;
+using testing::sim_symbol;
+using testing::SimGpu;
+
+std::int64_t used_delta(const PeakCounter& counter) {
+  const PeakReading reading = counter.read();
+  return reading.current_bytes - reading.start_bytes;
+}
+std::int64_t peak_delta(const PeakCounter& counter) {
+  const PeakReading reading = counter.read();
+  return reading.peak_bytes - reading.start_bytes;
+}
+
+TEST(ExactSource, BlockFromBeforeTracingFreedInside) {
+  SimGpu gpu;
+  DeviceAllocation old_block = device_allocate(8 * MiB, 0);
+  ASSERT_TRUE(old_block.valid());
+  PeakCounter counter(0, Source::exact);
+  ASSERT_EQ(counter.source(), Source::exact);
+  DeviceAllocation fresh = device_allocate(1 * MiB, 0);
+  old_block.reset();  // its size comes from cuMemGetAddressRange
+  const PeakReading reading = counter.read();
+  EXPECT_EQ(reading.start_bytes, static_cast<std::int64_t>(8 * MiB));
+  EXPECT_EQ(reading.current_bytes, static_cast<std::int64_t>(1 * MiB));
+  EXPECT_EQ(reading.peak_bytes, static_cast<std::int64_t>(9 * MiB));
+  fresh.reset();
+  EXPECT_EQ(used_delta(counter), -static_cast<std::int64_t>(8 * MiB));
+}
+
+TEST(ExactSource, PitchAsyncAndVirtualMemory) {
+  SimGpu gpu;
+  testing::use_device(0);
+  PeakCounter zero(0, Source::exact);
+  PeakCounter one(1, Source::exact);
+  ASSERT_EQ(zero.source(), Source::exact);
+
+  auto alloc_pitch = sim_symbol<PFN_cuMemAllocPitch>("libcuda.so.1", "cuMemAllocPitch_v2");
+  auto alloc_async = sim_symbol<PFN_cuMemAllocAsync>("libcuda.so.1", "cuMemAllocAsync");
+  auto free_async = sim_symbol<PFN_cuMemFreeAsync>("libcuda.so.1", "cuMemFreeAsync");
+  auto mem_free = sim_symbol<PFN_cuMemFree>("libcuda.so.1", "cuMemFree_v2");
+  auto create = sim_symbol<PFN_cuMemCreate>("libcuda.so.1", "cuMemCreate");
+  auto release = sim_symbol<PFN_cuMemRelease>("libcuda.so.1", "cuMemRelease");
+
+  // Pitch: 1000 bytes wide rounds up to a 1024 pitch; 3 rows.
+  CUdeviceptr pitched = 0;
+  size_t pitch = 0;
+  ASSERT_EQ(alloc_pitch(&pitched, &pitch, 1000, 3, 4), CUDA_SUCCESS);
+  ASSERT_EQ(pitch, 1024u);
+  EXPECT_EQ(used_delta(zero), 3072);
+
+  CUdeviceptr async_block = 0;
+  ASSERT_EQ(alloc_async(&async_block, 777, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(used_delta(zero), 3072 + 777);
+  ASSERT_EQ(free_async(async_block, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(mem_free(pitched), CUDA_SUCCESS);
+  EXPECT_EQ(used_delta(zero), 0);
+  EXPECT_EQ(peak_delta(zero), 3072 + 777);
+
+  // VMM: the device is the allocation's location, not the current context's.
+  CUmemAllocationProp prop{};
+  prop.type = 1;
+  prop.locationType = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.locationId = 1;
+  CUmemGenericAllocationHandle handle = 0;
+  ASSERT_EQ(create(&handle, 2 * MiB, &prop, 0), CUDA_SUCCESS);
+  EXPECT_EQ(used_delta(one), static_cast<std::int64_t>(2 * MiB));
+  EXPECT_EQ(used_delta(zero), 0);
+  ASSERT_EQ(release(handle), CUDA_SUCCESS);
+  EXPECT_EQ(used_delta(one), 0);
+  EXPECT_EQ(peak_delta(one), static_cast<std::int64_t>(2 * MiB));
+}
+
+TEST(ExactSource, ManagedMemoryIsKeptApart) {
+  SimGpu gpu;
+  testing::use_device(0);
+  PeakCounter counter(0, Source::exact);
+  ASSERT_EQ(counter.source(), Source::exact);
+  peak::Channel* managed = peak::channel(peak::Stream::managed, 0);
+  const std::int64_t managed_before = managed->level();
+
+  auto alloc_managed = sim_symbol<PFN_cuMemAllocManaged>("libcuda.so.1", "cuMemAllocManaged");
+  auto mem_free = sim_symbol<PFN_cuMemFree>("libcuda.so.1", "cuMemFree_v2");
+  CUdeviceptr block = 0;
+  ASSERT_EQ(alloc_managed(&block, 4 * MiB, 1), CUDA_SUCCESS);
+  EXPECT_EQ(peak_delta(counter), 0);
+  EXPECT_EQ(managed->level() - managed_before, static_cast<std::int64_t>(4 * MiB));
+  ASSERT_EQ(mem_free(block), CUDA_SUCCESS);
+  EXPECT_EQ(managed->level(), managed_before);
+  EXPECT_EQ(peak_delta(counter), 0);
+}
+
+TEST(ExactSource, RuntimeAllocationCountsOnce) {
+  SimGpu gpu;
+  PeakCounter counter(0, Source::exact);
+  ASSERT_EQ(counter.source(), Source::exact);
+  using CudaMalloc = int (*)(void**, size_t);
+  using CudaFree = int (*)(void*);
+  using CudaSetDevice = int (*)(int);
+  auto set_device = sim_symbol<CudaSetDevice>("libcudart.so.13", "cudaSetDevice");
+  auto cuda_malloc = sim_symbol<CudaMalloc>("libcudart.so.13", "cudaMalloc");
+  auto cuda_free = sim_symbol<CudaFree>("libcudart.so.13", "cudaFree");
+  ASSERT_EQ(set_device(0), 0);
+  void* block = nullptr;
+  ASSERT_EQ(cuda_malloc(&block, 6 * MiB), 0);
+  EXPECT_EQ(used_delta(counter), static_cast<std::int64_t>(6 * MiB));
+  ASSERT_EQ(cuda_free(block), 0);
+  EXPECT_EQ(used_delta(counter), 0);
+  EXPECT_EQ(peak_delta(counter), static_cast<std::int64_t>(6 * MiB));
+}
+
+TEST(ExactSource, SubscriptionHeldOnlyWhileACounterNeedsIt) {
+  SimGpu gpu;
+  OtherCuptiClient other;
+  {
+    PeakCounter counter(0, Source::exact);
+    ASSERT_EQ(counter.source(), Source::exact);
+    EXPECT_EQ(other.subscribe(), CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+    PeakCounter second(0, Source::automatic);  // shares the subscription
+    EXPECT_EQ(second.source(), Source::exact);
+  }
+  EXPECT_EQ(other.subscribe(), CUPTI_SUCCESS);  // the last counter let go
+  other.unsubscribe();
+  PeakCounter again(0);
+  EXPECT_EQ(again.source(), Source::exact);
+  EXPECT_EQ(exact_source_status(), "");
+}
+
+TEST(ExactSource, AnotherToolHoldingCuptiFallsBackToSampled) {
+  SimGpu gpu;
+  OtherCuptiClient other;
+  ASSERT_EQ(other.subscribe(), CUPTI_SUCCESS);
+  PeakCounter counter(0);
+  EXPECT_EQ(counter.source(), Source::sampled);
+  const std::string status = exact_source_status();
+  EXPECT_NE(status.find("held by another tool"), std::string::npos) << status;
+  const auto all = diagnostics();
+  EXPECT_EQ(std::count(all.begin(), all.end(), status), 1);
+  PeakCounter second(0, Source::exact);  // asked for exact: sampled too, said once
+  EXPECT_EQ(second.source(), Source::sampled);
+  const auto again = diagnostics();
+  EXPECT_EQ(std::count(again.begin(), again.end(), status), 1);
+
+  // The other tool was not disturbed: it still sees the calls.
+  const int before = other.calls_seen();
+  DeviceAllocation block = device_allocate(3 * MiB, 0);
+  ASSERT_TRUE(block.valid());
+  EXPECT_GT(other.calls_seen(), before);
+  // And the sampled counter measures.
+  EXPECT_EQ(counter.read().current_bytes - counter.read().start_bytes,
+            static_cast<std::int64_t>(3 * MiB));
+}
+
+TEST(ExactSource, CuptiBusyFaultFallsBackToSampled) {
+  SimGpu gpu(testing::kTwoGpus, "cupti_busy");
+  PeakCounter counter(0);
+  EXPECT_EQ(counter.source(), Source::sampled);
+  EXPECT_NE(exact_source_status().find("held by another tool"), std::string::npos);
+  DeviceAllocation block = device_allocate(2 * MiB, 0);
+  EXPECT_EQ(counter.read().current_bytes - counter.read().start_bytes,
+            static_cast<std::int64_t>(2 * MiB));
+}
+
+TEST(ExactSource, MissingCuptiFallsBackToSampled) {
+  SimGpu gpu;
+  ::setenv("GPUMEM_CUPTI_LIBRARY", "/nonexistent/libcupti.so.13", 1);
+  PeakCounter counter(0);
+  EXPECT_EQ(counter.source(), Source::sampled);
+  EXPECT_NE(exact_source_status(), "");
+}
+
+struct Observed {
+  std::vector<std::pair<int, std::int64_t>> events;
+};
+
+TEST(ExactSource, EventObserverSeesDeviceEvents) {
+  SimGpu gpu;
+  Observed observed;
+  detail::set_event_observer(
+      [](void* ctx, int device, std::int64_t delta) {
+        static_cast<Observed*>(ctx)->events.emplace_back(device, delta);
+      },
+      &observed);
+  PeakCounter counter(0, Source::exact);
+  { DeviceAllocation block = device_allocate(5000, 1); }
+  testing::use_device(0);
+  auto alloc_managed = sim_symbol<PFN_cuMemAllocManaged>("libcuda.so.1", "cuMemAllocManaged");
+  auto mem_free = sim_symbol<PFN_cuMemFree>("libcuda.so.1", "cuMemFree_v2");
+  CUdeviceptr managed = 0;
+  ASSERT_EQ(alloc_managed(&managed, 4096, 1), CUDA_SUCCESS);
+  ASSERT_EQ(mem_free(managed), CUDA_SUCCESS);
+  detail::set_event_observer(nullptr, nullptr);
+  { DeviceAllocation unseen = device_allocate(7, 0); }
+  const std::vector<std::pair<int, std::int64_t>> expected{{1, 5000}, {1, -5000}};
+  EXPECT_EQ(observed.events, expected);
+}
+
+}  // namespace
+}  // namespace gpumem

@@ -1,0 +1,58 @@
+"""Without a driver or GPU, importing never fails and every query gives the seed's zeros."""
+
+import pytest
+
+from reports import line
+
+NO_GPU_SCRIPT = """
+import warnings
+warnings.simplefilter("always")
+import gpumem
+with warnings.catch_warnings(record=True) as caught:
+    t = gpumem.GPUMemTrace()
+    t2 = gpumem.GPUMemTrace(ctx="again")
+    with t:
+        pass
+t2.report("sub")
+try:
+    from gpumem.testing import allocate
+    allocate(1)
+    refused = None
+except MemoryError as error:
+    refused = str(error)
+emit(memory=gpumem.gpu_mem_get(), all=gpumem.gpu_mem_get_all(),
+     free=gpumem.gpu_mem_get_free(), used=gpumem.gpu_mem_get_used(),
+     free_nc=gpumem.gpu_mem_get_free_no_cache(), used_nc=gpumem.gpu_mem_get_used_no_cache(),
+     fast=gpumem.gpu_mem_get_used_fast(gpumem.gpu_handle()), best=gpumem.gpu_with_max_free_mem(),
+     preloaded=gpumem.preload_pytorch(), data=t.data(), source=t.source,
+     warnings=[str(w.message) for w in caught], categories=[w.category.__name__ for w in caught],
+     diagnostics=gpumem.diagnostics(), refused=refused, count=gpumem.device_count())
+"""
+
+
+@pytest.mark.parametrize(
+    "environment",
+    [
+        {"GPUMEM_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so.1",
+         "GPUMEM_CUDA_LIBRARY": "/nonexistent/libcuda.so.1",
+         "GPUMEM_CUPTI_LIBRARY": "/nonexistent/libcupti.so.13"},
+        {"GPUMEM_SIM_FAULTS": "nvml_init=18,cuda_init=100"},  # driver/library version mismatch
+    ],
+    ids=["no-libraries", "driver-mismatch"],
+)
+def test_no_gpu_gives_zeros_and_never_raises(sim, environment):
+    result = sim.run(NO_GPU_SCRIPT, **environment)
+    assert result["memory"] == [0, 0, 0]
+    assert result["all"] == []
+    assert (result["free"], result["used"], result["free_nc"], result["used_nc"]) == (0, 0, 0, 0)
+    assert result["fast"] == 0
+    assert result["best"] == [None, 0]
+    assert result["preloaded"] is False
+    assert result["count"] == 0
+    assert result["data"] == [0, 0]
+    assert result["source"] == "none"
+    assert result["categories"] == ["RuntimeWarning"]  # once per process
+    assert "traces report zeros" in result["warnings"][0]
+    assert result["diagnostics"]
+    assert result["refused"].startswith("cannot allocate")
+    assert result.lines == [line(0, 0, " (exit)"), line(0, 0, " (again: sub)")]

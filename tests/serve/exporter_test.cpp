@@ -1,0 +1,206 @@
+// `gpumem serve` end to end: the real process on the simulated GPU, scraped over loopback.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "gpumem/publish.hpp"
+#include "serve/exporter_process.hpp"
+#include "serve/exposition_parser.hpp"
+#include "serve/http_client.hpp"
+#include "support/sim_gpu.hpp"
+
+namespace gpumem {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::body_of;
+using testing::ExporterProcess;
+using testing::MiB;
+using testing::parse_exposition;
+using testing::RawClient;
+using testing::status_line;
+
+constexpr const char* kH200 = "GPU-bbbbbbbb-2222-4000-8000-000000000001";  // CUDA 0, NVML 1
+constexpr const char* kA100 = "GPU-aaaaaaaa-1111-4000-8000-000000000000";  // CUDA 1, NVML 0
+
+class Exporter : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    spool_ = std::filesystem::temp_directory_path() /
+             ("gpumem-serve-test-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(spool_);
+  }
+  void TearDown() override { std::filesystem::remove_all(spool_); }
+
+  std::unique_ptr<ExporterProcess> start(std::vector<std::string> extra = {}) {
+    std::vector<std::string> arguments = {
+        "--listen", "127.0.0.1:0", "--interval",    "1ms",          "--window",
+        "5s",       "--spool",     spool_.string(), "--host-label", "test-node"};
+    arguments.insert(arguments.end(), extra.begin(), extra.end());
+    auto exporter = std::make_unique<ExporterProcess>(arguments);
+    port_ = exporter->port();
+    EXPECT_GT(port_, 0) << exporter->err();
+    return exporter;
+  }
+  testing::Exposition scrape() {
+    RawClient client(port_);
+    client.send("GET /metrics HTTP/1.0\r\n\r\n");
+    std::string response = client.read_to_close();
+    EXPECT_EQ(status_line(response), "HTTP/1.1 200 OK");
+    EXPECT_NE(response.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
+    return parse_exposition(body_of(response));
+  }
+
+  testing::SimGpu gpu_;
+  std::filesystem::path spool_;
+  int port_ = -1;
+};
+
+TEST_F(Exporter, ServesTheSimulatedDevices) {
+  auto exporter = start();
+  auto e = scrape();
+  EXPECT_EQ(
+      e.value("gpumem_device_up",
+              {{"gpu", "0"}, {"uuid", kH200}, {"name", "NVIDIA H200"}, {"host", "test-node"}}),
+      1);
+  EXPECT_EQ(e.value("gpumem_memory_total_bytes", {{"gpu", "0"}}), 143771.0 * MiB);
+  EXPECT_EQ(e.value("gpumem_memory_reserved_bytes", {{"gpu", "0"}}), 542.0 * MiB);
+  EXPECT_EQ(e.value("gpumem_memory_total_bytes", {{"gpu", "1"}, {"uuid", kA100}}), 40960.0 * MiB);
+  EXPECT_EQ(e.value("gpumem_memory_used_bytes", {{"gpu", "1"}}), 0);
+  EXPECT_EQ(e.value("gpumem_memory_free_bytes", {{"gpu", "1"}}), (40960.0 - 256) * MiB);
+  EXPECT_EQ(e.value("gpumem_memory_used_peak_window_bytes", {{"gpu", "1"}}), 0);
+  EXPECT_EQ(exporter->stop(SIGTERM), 0) << exporter->err();
+  EXPECT_NE(exporter->out().find("gpumem serve: stopped"), std::string::npos);
+}
+
+TEST_F(Exporter, ShowsProcessesAndTheirSpikes) {
+  auto exporter = start();
+  std::string workload = testing::sim_path("gpumem-sim") +
+                         " workload 'device 0; alloc a 1GiB; spike 2GiB 50ms; sleep 30s' &"
+                         " echo $! > " +
+                         (spool_.string() + ".pid");
+  ASSERT_EQ(std::system(workload.c_str()), 0);
+  // Wait for the allocation to show, then check the numbers.
+  testing::Exposition e;
+  for (int i = 0; i < 200; ++i) {
+    e = scrape();
+    if (!e.find("gpumem_process_memory_used_bytes").empty() &&
+        e.value("gpumem_memory_used_bytes", {{"gpu", "0"}}) == 1024.0 * MiB &&
+        e.value("gpumem_memory_used_peak_window_bytes", {{"gpu", "0"}}) >= 3072.0 * MiB) {
+      break;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  std::string pid;
+  std::ifstream(spool_.string() + ".pid") >> pid;
+  std::filesystem::remove(spool_.string() + ".pid");
+  EXPECT_EQ(e.value("gpumem_process_memory_used_bytes", {{"gpu", "0"}, {"pid", pid}}),
+            1024.0 * MiB);
+  EXPECT_EQ(e.find("gpumem_process_memory_used_bytes", {{"pid", pid}}).at(0).labels.at("process"),
+            "gpumem-sim");
+  EXPECT_EQ(e.value("gpumem_memory_used_bytes", {{"gpu", "0"}}), 1024.0 * MiB);
+  EXPECT_EQ(e.value("gpumem_memory_used_peak_window_bytes", {{"gpu", "0"}}), 3072.0 * MiB);
+  ::kill(std::stoi(pid), SIGKILL);
+}
+
+TEST_F(Exporter, ALostDeviceIsDownAndTheOtherStaysUp) {
+  auto exporter = start();
+  ASSERT_EQ(scrape().value("gpumem_device_up", {{"gpu", "1"}}), 1);
+  gpu_.set_lost(0, true);  // NVML 0 is CUDA 1
+  auto e = scrape();
+  EXPECT_EQ(e.value("gpumem_device_up", {{"gpu", "1"}, {"uuid", kA100}}), 0);
+  EXPECT_TRUE(e.find("gpumem_memory_used_bytes", {{"gpu", "1"}}).empty());
+  EXPECT_EQ(e.value("gpumem_device_up", {{"gpu", "0"}}), 1);
+  gpu_.set_lost(0, false);
+  EXPECT_EQ(exporter->stop(SIGINT), 0);
+}
+
+TEST_F(Exporter, ShowsPublishedTraces) {
+  TraceBytes bytes{Source::sampled,
+                   0,
+                   0,
+                   static_cast<std::int64_t>(64 * MiB),
+                   static_cast<std::int64_t>(512 * MiB),
+                   static_cast<std::int64_t>(64 * MiB),
+                   static_cast<std::int64_t>(448 * MiB)};
+  std::string error;
+  ASSERT_TRUE(publish_trace(spool_, "forward pass", bytes, &error)) << error;
+  std::filesystem::create_directories(spool_);
+  std::ofstream(spool_ / "77-junk.trace") << "gpumem-trace 1\nscope x\n";  // torn
+  auto exporter = start();
+  auto e = scrape();
+  const std::map<std::string, std::string> labels = {
+      {"scope", "forward pass"}, {"pid", std::to_string(::getpid())}, {"uuid", kH200}};
+  EXPECT_EQ(e.value("gpumem_trace_peak_bytes", labels), 512.0 * MiB);
+  EXPECT_EQ(e.value("gpumem_trace_delta_used_bytes", labels), 64.0 * MiB);
+  EXPECT_EQ(e.value("gpumem_trace_delta_peaked_bytes", labels), 448.0 * MiB);
+  EXPECT_EQ(e.value("gpumem_exporter_spool_malformed_files"), 1);
+}
+
+TEST_F(Exporter, ExpiresTheResultsOfExitedProcesses) {
+  // A record of a process that is gone, published long ago.
+  PublishedTrace old;
+  old.scope = "gone";
+  old.pid = 0x7ffffff0;  // above pid_max: no such process
+  old.unix_ms = 1'000;
+  std::filesystem::create_directories(spool_);
+  std::ofstream(spool_ / "2147483632-x.trace") << format_spool_record(old);
+  auto exporter = start({"--retention", "1s"});
+  auto e = scrape();
+  EXPECT_TRUE(e.find("gpumem_trace_peak_bytes", {{"scope", "gone"}}).empty());
+  EXPECT_FALSE(std::filesystem::exists(spool_ / "2147483632-x.trace"));
+}
+
+TEST_F(Exporter, BadRequestsDoNotDisturbScrapes) {
+  auto exporter = start();
+  RawClient slow(port_);
+  slow.send("GET /metrics HTTP/1.1\r\nX-");
+  RawClient garbage(port_);
+  garbage.send(std::string(100'000, 'G'));
+  EXPECT_EQ(status_line(garbage.read_to_close()), "HTTP/1.1 431 Request Header Fields Too Large");
+  EXPECT_EQ(status_line([&] {
+              RawClient c(port_);
+              c.send("GET /etc/passwd HTTP/1.0\r\n\r\n");
+              return c.read_to_close();
+            }()),
+            "HTTP/1.1 404 Not Found");
+  auto e = scrape();  // while the slow one is still open
+  EXPECT_EQ(e.value("gpumem_device_up", {{"gpu", "0"}}), 1);
+  EXPECT_EQ(e.value("gpumem_exporter_bad_requests_total"), 1);  // the 431; a 404 is a page
+}
+
+TEST_F(Exporter, RefusesConnectionsBeyondItsLimit) {
+  auto exporter = start({"--max-connections", "1"});
+  RawClient holder(port_);
+  holder.send("GET /");
+  std::string refused;
+  for (int i = 0; i < 100 && !refused.starts_with("HTTP/1.1 503"); ++i) {
+    RawClient c(port_);
+    c.send("GET /metrics HTTP/1.0\r\n\r\n");
+    refused = c.read_to_close();
+  }
+  EXPECT_EQ(status_line(refused), "HTTP/1.1 503 Service Unavailable");
+}
+
+TEST_F(Exporter, RejectsBadDurationsWithOneLine) {
+  for (const char* flag : {"--interval", "--window"}) {
+    ExporterProcess exporter({"--listen", "127.0.0.1:0", flag, "10x"});
+    EXPECT_EQ(exporter.wait(), 2);
+    EXPECT_EQ(exporter.err(), std::string("gpumem serve: invalid ") + flag +
+                                  " '10x': expected a duration such as 500us, 10ms, 1s or 30s\n");
+  }
+  ExporterProcess exporter({"--listen", "nowhere"});
+  EXPECT_EQ(exporter.wait(), 2);
+}
+
+TEST_F(Exporter, ReportsAPortInUse) {
+  auto first = start();
+  ExporterProcess second({"--listen", "127.0.0.1:" + std::to_string(port_)});
+  EXPECT_EQ(second.wait(), 1);
+  EXPECT_NE(second.err().find("cannot listen on 127.0.0.1:"), std::string::npos) << second.err();
+}
+
+}  // namespace
+}  // namespace gpumem

@@ -1,0 +1,14 @@
+// Human-readable numbers for tables and summaries.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gpumem::cli {
+
+// "0 B", "512 B", "1.5 KiB", "150.0 MiB", "79.6 GiB": binary units, one decimal above bytes.
+std::string format_bytes(std::int64_t bytes);
+// "1.234 s", "12 ms"
+std::string format_seconds(double seconds);
+
+}  // namespace gpumem::cli

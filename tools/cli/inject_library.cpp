@@ -1,0 +1,34 @@
+#include "inject_library.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace gpumem::cli {
+
+std::string find_inject_library(std::string* error) {
+  namespace fs = std::filesystem;
+  constexpr const char* kName = "libgpumem_inject.so";
+  if (const char* chosen = std::getenv(kInjectLibraryVariable); chosen != nullptr && *chosen) {
+    std::error_code ignored;
+    if (::access(chosen, R_OK) == 0) return fs::absolute(chosen, ignored).string();
+    if (error != nullptr)
+      *error = std::string(kInjectLibraryVariable) + "=" + chosen + " cannot be read";
+    return {};
+  }
+  std::error_code failed;
+  const fs::path executable = fs::read_symlink("/proc/self/exe", failed);
+  if (!failed) {
+    const fs::path folder = executable.parent_path();
+    for (const fs::path& candidate : {folder / ".." / "lib" / kName, folder / kName}) {
+      if (::access(candidate.c_str(), R_OK) == 0) return fs::weakly_canonical(candidate).string();
+    }
+  }
+  if (error != nullptr) {
+    *error = std::string(kName) + " not found next to gpumem (set " + kInjectLibraryVariable + ")";
+  }
+  return {};
+}
+
+}  // namespace gpumem::cli

@@ -1,0 +1,246 @@
+// `gpumem run [options] -- COMMAND ARGS...`: /usr/bin/time for GPU memory.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "child_process.hpp"
+#include "commands.hpp"
+#include "gpumem/device.hpp"
+#include "inject_library.hpp"
+#include "output_file.hpp"
+#include "run_counters.hpp"
+#include "run_monitor.hpp"
+#include "run_report.hpp"
+#include "svg_plot.hpp"
+
+extern char** environ;
+
+namespace gpumem::cli {
+namespace {
+
+struct RunOptions {
+  std::string json_path;
+  std::string timeline_path;
+  std::string plot_path;
+  double interval_s = 0.01;
+  std::vector<int> devices;
+  Mode mode = Mode::automatic;
+  std::vector<std::string> command;
+};
+
+void fail(const std::string& message) {
+  std::cerr << "gpumem run: " << message << "\n";
+}
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+// The shared counters file: created private, removed when the run ends.
+class CountersFile {
+ public:
+  bool create(std::string* error) {
+    const char* folder = std::getenv("TMPDIR");
+    std::string pattern =
+        std::string(folder != nullptr && *folder ? folder : "/tmp") + "/gpumem-run-XXXXXX";
+    std::vector<char> name(pattern.begin(), pattern.end());
+    name.push_back('\0');
+    const int fd = ::mkstemp(name.data());
+    if (fd < 0) {
+      if (error != nullptr)
+        *error = "cannot create the counters file " + pattern + ": " + std::strerror(errno);
+      return false;
+    }
+    ::close(fd);
+    path_ = name.data();
+    counters_ = run::map_run_counters(path_, /*create=*/true, error);
+    if (counters_ == nullptr) return false;
+    std::strncpy(counters_->visible_devices, env_or_empty("CUDA_VISIBLE_DEVICES").c_str(),
+                 sizeof counters_->visible_devices - 1);
+    std::strncpy(counters_->device_order, env_or_empty("CUDA_DEVICE_ORDER").c_str(),
+                 sizeof counters_->device_order - 1);
+    return true;
+  }
+  ~CountersFile() {
+    run::unmap_run_counters(counters_);
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+  run::RunCounters* counters() const { return counters_; }
+
+ private:
+  std::string path_;
+  run::RunCounters* counters_ = nullptr;
+};
+
+std::vector<std::string> child_environment(const std::string& inject, const std::string& counters) {
+  std::vector<std::string> environment;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    if (!inject.empty() && (text.rfind("CUDA_INJECTION64_PATH=", 0) == 0 ||
+                            text.rfind(std::string(run::kCountersVariable) + "=", 0) == 0)) {
+      continue;
+    }
+    environment.push_back(text);
+  }
+  if (!inject.empty()) {
+    environment.push_back("CUDA_INJECTION64_PATH=" + inject);
+    environment.push_back(std::string(run::kCountersVariable) + "=" + counters);
+  }
+  return environment;
+}
+
+int run_command(const RunOptions& options) {
+  if (options.command.empty()) {
+    fail("no command given (usage: gpumem run [options] -- COMMAND [ARGS...])");
+    return 2;
+  }
+  for (const std::string* path : {&options.json_path, &options.timeline_path, &options.plot_path}) {
+    std::string error;
+    if (!path->empty() && !check_writable(*path, &error)) {
+      fail(error);
+      return 2;
+    }
+  }
+  std::vector<DeviceInfo> measured;
+  const std::vector<DeviceInfo> visible = gpumem::devices();
+  for (const DeviceInfo& device : visible) {
+    if (options.devices.empty() || std::find(options.devices.begin(), options.devices.end(),
+                                             device.ordinal) != options.devices.end()) {
+      measured.push_back(device);
+    }
+  }
+  for (int wanted : options.devices) {
+    if (std::none_of(visible.begin(), visible.end(),
+                     [&](const DeviceInfo& device) { return device.ordinal == wanted; })) {
+      fail("--device " + std::to_string(wanted) + ": no such GPU (" +
+           std::to_string(visible.size()) + " visible)");
+      return 2;
+    }
+  }
+
+  RunResult result;
+  result.command = options.command;
+  result.requested = options.mode;
+  result.interval_s = options.interval_s;
+
+  // Exact mode injects gpumem's library into every CUDA process of the command.
+  std::string inject;
+  CountersFile counters_file;
+  if (options.mode != Mode::sampled) {
+    std::string why;
+    if (const std::string theirs = env_or_empty("CUDA_INJECTION64_PATH"); !theirs.empty()) {
+      why = "CUDA_INJECTION64_PATH is already set (" + theirs + ") and is left alone";
+    } else if (inject = find_inject_library(&why); !inject.empty()) {
+      if (!counters_file.create(&why)) inject.clear();
+    }
+    if (inject.empty()) {
+      if (options.mode == Mode::exact) {
+        fail("--mode exact: " + why);
+        return 2;
+      }
+      result.fallback_reason = why;
+    }
+  }
+
+  RunMonitor monitor(std::move(measured), inject.empty() ? nullptr : counters_file.counters(),
+                     !options.timeline_path.empty() || !options.plot_path.empty());
+  monitor.baseline();
+  ChildProcess child;
+  int start_status = 0;
+  std::string start_error;
+  if (!child.start(options.command, child_environment(inject, counters_file.path()), start_status,
+                   start_error)) {
+    fail(start_error);
+    return start_status;
+  }
+  monitor.start(child.pid(), options.interval_s);
+  result.exit = child.wait();
+  monitor.stop();
+
+  result.elapsed_s = monitor.elapsed_s();
+  result.samples = monitor.samples();
+  result.devices = monitor.devices();
+  result.processes = monitor.process_peaks();
+  if (const run::RunCounters* counters = inject.empty() ? nullptr : counters_file.counters()) {
+    result.exact_processes = counters->processes_exact.load();
+    const int fallbacks = counters->processes_fallback.load();
+    if (fallbacks > 0) {
+      result.fallback_reason =
+          std::string(counters->fallback_reason,
+                      strnlen(counters->fallback_reason, sizeof counters->fallback_reason));
+    } else if (counters->slots_exhausted.load() > 0) {
+      result.fallback_reason = "too many CUDA processes to count";
+    } else if (counters->processes_attached.load() == 0 &&
+               std::any_of(result.devices.begin(), result.devices.end(),
+                           [](const DeviceTrack& device) { return device.tree_peak > 0; })) {
+      // It used a GPU, yet no process loaded the driver that honours CUDA_INJECTION64_PATH.
+      result.fallback_reason = "the command's processes did not load the injection library";
+    } else {
+      result.exact = true;
+    }
+  }
+  if (options.mode == Mode::exact && !result.exact) {
+    std::cerr << "gpumem run: --mode exact: the exact source did not measure every process ("
+              << result.fallback_reason << "); reporting sampled numbers\n";
+  }
+
+  std::cerr << summary_text(result);
+  bool written = true;
+  auto write = [&](const std::string& path, const std::string& content) {
+    std::string error;
+    if (!path.empty() && !write_atomically(path, content, &error)) {
+      fail(error);
+      written = false;
+    }
+  };
+  write(options.json_path, summary_json(result).dump(2) + "\n");
+  write(options.timeline_path, timeline_csv(monitor.timeline()));
+  write(options.plot_path, svg_plot(result, monitor.timeline()));
+  // The command's status is the answer; a report that could not be written turns success into 1.
+  return (!written && result.exit.exit_code == 0) ? 1 : result.exit.exit_code;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<RunOptions>();
+  CLI::App* run = app.add_subcommand(
+      "run", "Run a command and report its GPU memory peak (exact where CUPTI works)");
+  run->footer("Usage: gpumem run [OPTIONS] -- COMMAND [ARGS...]");
+  run->add_option("--json", options->json_path, "Write the summary as JSON (gpumem.run/1)");
+  run->add_option("--timeline", options->timeline_path, "Write every sample as CSV");
+  run->add_option("--plot", options->plot_path, "Write an SVG chart of memory over time");
+  run->add_option("-i,--interval", options->interval_s, "Seconds between samples (default 0.01)")
+      ->check(CLI::Range(0.001, 3600.0));
+  run->add_option("-d,--device", options->devices,
+                  "Measure only this CUDA ordinal (repeatable; default: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->allow_extra_args(false);
+  const std::map<std::string, Mode> modes = {
+      {"auto", Mode::automatic}, {"exact", Mode::exact}, {"sampled", Mode::sampled}};
+  run->add_option("-m,--mode", options->mode, "exact, sampled or auto (default: auto)")
+      ->transform(CLI::CheckedTransformer(modes, CLI::ignore_case));
+  // Everything from the command's name on belongs to the command, flags included.
+  run->prefix_command();
+  run->callback([options, run, &exit_code] {
+    options->command = run->remaining();
+    // CLI11 hands an unknown option on as the command's first word.
+    if (!options->command.empty() && options->command.front().rfind('-', 0) == 0) {
+      std::cerr << "gpumem run: unknown option " << options->command.front()
+                << " (see gpumem run --help)\n";
+      exit_code = 2;
+      return;
+    }
+    exit_code = run_command(*options);
+  });
+}
+
+}  // namespace gpumem::cli

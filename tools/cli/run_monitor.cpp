@@ -1,0 +1,177 @@
+#include "run_monitor.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <ctime>
+
+#include "snapshot.hpp"
+
+namespace gpumem::cli {
+
+std::int64_t monotonic_ns() {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+const char* to_string(Series series) {
+  switch (series) {
+    case Series::process:
+      return "process";
+    case Series::tree:
+      return "tree";
+    case Series::exact:
+      return "exact";
+    case Series::device:
+      return "device";
+  }
+  return "?";
+}
+
+RunMonitor::RunMonitor(std::vector<DeviceInfo> devices, run::RunCounters* counters,
+                       bool keep_timeline)
+    : counters_(counters), keep_timeline_(keep_timeline) {
+  for (DeviceInfo& info : devices) {
+    DeviceTrack track;
+    track.handle = gpu_handle(info.ordinal);
+    track.info = std::move(info);
+    devices_.push_back(std::move(track));
+  }
+}
+
+RunMonitor::~RunMonitor() {
+  {
+    std::lock_guard<std::mutex> lock(stop_mutex_);
+    stopping_ = true;
+  }
+  stop_signal_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void RunMonitor::baseline() {
+  for (DeviceTrack& track : devices_) {
+    const auto used = gpu_mem_get_used_bytes_fast(track.handle);
+    track.device_start = used ? static_cast<std::int64_t>(*used) : 0;
+    track.device_peak = track.device_end = track.device_start;
+  }
+  start_ns_ = monotonic_ns();
+}
+
+double RunMonitor::now_s() const {
+  return static_cast<double>(monotonic_ns() - start_ns_) / 1e9;
+}
+
+double RunMonitor::elapsed_s() const {
+  return static_cast<double>((stop_ns_ != 0 ? stop_ns_ : monotonic_ns()) - start_ns_) / 1e9;
+}
+
+void RunMonitor::start(int root, double interval_s) {
+  start_ns_ = monotonic_ns();
+  tree_ = std::make_unique<ProcessTree>(root, static_cast<int>(::getpid()));
+  // The forwarded signals must reach the thread that waits for the command, not this one.
+  sigset_t forwarded, original;
+  sigemptyset(&forwarded);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&forwarded, signal);
+  ::pthread_sigmask(SIG_BLOCK, &forwarded, &original);
+  thread_ = std::thread([this, interval_s] { loop(interval_s); });
+  ::pthread_sigmask(SIG_SETMASK, &original, nullptr);
+}
+
+void RunMonitor::stop() {
+  stop_ns_ = monotonic_ns();
+  {
+    std::lock_guard<std::mutex> lock(stop_mutex_);
+    stopping_ = true;
+  }
+  stop_signal_.notify_all();  // the report should not wait out the rest of an interval
+  if (thread_.joinable()) thread_.join();
+  if (tree_) sample();  // the levels the command left behind
+}
+
+void RunMonitor::loop(double interval_s) {
+  const auto interval = std::chrono::nanoseconds(static_cast<std::int64_t>(interval_s * 1e9));
+  auto next = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(stop_mutex_);
+  while (!stopping_) {
+    lock.unlock();
+    sample();
+    next += interval;
+    const auto now = std::chrono::steady_clock::now();
+    if (next < now) next = now;  // a slow sample delays the next one; it never bunches them
+    lock.lock();
+    stop_signal_.wait_until(lock, next, [this] { return stopping_; });
+  }
+}
+
+// A process that died without freeing (killed, or exited through _exit) sent no free events,
+// yet the driver released its memory: take what it held off the tree's level.
+void RunMonitor::give_back_dead_processes() {
+  for (run::ProcessSlot& slot : counters_->processes) {
+    const std::int32_t pid = slot.pid.load(std::memory_order_acquire);
+    if (pid == 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    for (int device = 0; device < run::kMaxDevices; ++device) {
+      const std::int64_t held = slot.held[device].exchange(0, std::memory_order_relaxed);
+      if (held != 0) counters_->devices[device].current.fetch_sub(held, std::memory_order_relaxed);
+    }
+    std::int32_t expected = pid;
+    slot.pid.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+  }
+}
+
+void RunMonitor::sample() {
+  ++samples_;
+  if (counters_ != nullptr) give_back_dead_processes();
+  const double time_s = now_s();
+  for (DeviceTrack& track : devices_) {
+    const int ordinal = track.info.ordinal;
+    if (const auto used = gpu_mem_get_used_bytes_fast(track.handle)) {
+      track.device_end = static_cast<std::int64_t>(*used);
+      track.device_peak = std::max(track.device_peak, track.device_end);
+      if (keep_timeline_)
+        timeline_.push_back({time_s, ordinal, Series::device, 0, track.device_end});
+    }
+    std::int64_t tree_sum = 0;
+    for (const ProcessMemory& process : device_processes(ordinal)) {
+      if (!process.used_bytes || !tree_->contains(static_cast<int>(process.pid))) continue;
+      const auto bytes = static_cast<std::int64_t>(*process.used_bytes);
+      tree_sum += bytes;
+      if (keep_timeline_)
+        timeline_.push_back({time_s, ordinal, Series::process, process.pid, bytes});
+      auto known = std::find_if(process_peaks_.begin(), process_peaks_.end(), [&](const auto& p) {
+        return p.pid == process.pid && p.device == ordinal;
+      });
+      if (known == process_peaks_.end()) {
+        process_peaks_.push_back({process.pid, process_name(process.pid), ordinal, bytes});
+      } else {
+        known->peak = std::max(known->peak, bytes);
+      }
+    }
+    if (keep_timeline_) timeline_.push_back({time_s, ordinal, Series::tree, 0, tree_sum});
+    if (tree_sum > track.tree_peak) {
+      track.tree_peak = tree_sum;
+      track.tree_peak_time_s = time_s;
+    }
+    if (counters_ != nullptr && ordinal >= 0 && ordinal < run::kMaxDevices) {
+      const run::DeviceCounters& exact = counters_->devices[ordinal];
+      const std::int64_t peak = exact.peak.load(std::memory_order_relaxed);
+      const std::int64_t current = exact.current.load(std::memory_order_relaxed);
+      if (peak > track.exact_peak) {
+        // The peak happened between two samples; the timeline shows it where it happened.
+        const double peak_time_s = std::clamp(
+            static_cast<double>(exact.peak_time_ns.load() - start_ns_) / 1e9, 0.0, time_s);
+        track.exact_peak = peak;
+        track.exact_peak_time_s = peak_time_s;
+        if (keep_timeline_ && peak != current) {
+          timeline_.push_back({peak_time_s, ordinal, Series::exact, 0, peak});
+        }
+      }
+      if (keep_timeline_) timeline_.push_back({time_s, ordinal, Series::exact, 0, current});
+    }
+  }
+}
+
+}  // namespace gpumem::cli

@@ -1,0 +1,94 @@
+// Samples a running command while `gpumem run` waits for it: per device, the NVML memory used
+// on the device, the per-process usage of the command's process tree and, in exact mode, the
+// level the injected processes count in the shared counters.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpumem/device.hpp"
+#include "gpumem/memory.hpp"
+#include "process_tree.hpp"
+#include "run_counters.hpp"
+
+namespace gpumem::cli {
+
+enum class Series { process, tree, exact, device };
+const char* to_string(Series series);
+
+struct TimelineRow {
+  double time_s = 0;
+  int device = 0;  // CUDA ordinal
+  Series series = Series::device;
+  unsigned pid = 0;  // for Series::process
+  std::int64_t bytes = 0;
+};
+
+struct DeviceTrack {
+  DeviceInfo info;
+  GpuHandle handle;
+  std::int64_t device_start = 0;  // NVML used when the command started
+  std::int64_t device_peak = 0;
+  std::int64_t device_end = 0;
+  std::int64_t tree_peak = 0;  // the highest sum of the tree's per-process usage
+  double tree_peak_time_s = 0;
+  std::int64_t exact_peak = 0;  // from the shared counters
+  double exact_peak_time_s = 0;
+};
+
+struct ProcessPeak {
+  unsigned pid = 0;
+  std::string name;
+  int device = 0;
+  std::int64_t peak = 0;
+};
+
+class RunMonitor {
+ public:
+  // `counters` is null in sampled mode. `keep_timeline` records every sample (for --timeline
+  // and --plot); the peaks are kept either way.
+  RunMonitor(std::vector<DeviceInfo> devices, run::RunCounters* counters, bool keep_timeline);
+  ~RunMonitor();
+
+  // Reads the starting levels; call before the command starts.
+  void baseline();
+  // Starts sampling the tree rooted at `root` every `interval_s`.
+  void start(int root, double interval_s);
+  // Stops sampling after one last sample.
+  void stop();
+
+  double elapsed_s() const;
+  std::size_t samples() const { return samples_; }
+  const std::vector<DeviceTrack>& devices() const { return devices_; }
+  const std::vector<TimelineRow>& timeline() const { return timeline_; }
+  std::vector<ProcessPeak> process_peaks() const { return process_peaks_; }
+
+ private:
+  void loop(double interval_s);
+  void sample();
+  void give_back_dead_processes();
+  double now_s() const;
+
+  std::vector<DeviceTrack> devices_;
+  run::RunCounters* counters_;
+  bool keep_timeline_;
+  std::int64_t start_ns_ = 0;
+  std::int64_t stop_ns_ = 0;
+  std::unique_ptr<ProcessTree> tree_;
+  std::mutex stop_mutex_;
+  std::condition_variable stop_signal_;
+  bool stopping_ = false;
+  std::thread thread_;
+  std::size_t samples_ = 0;
+  std::vector<TimelineRow> timeline_;
+  std::vector<ProcessPeak> process_peaks_;
+};
+
+std::int64_t monotonic_ns();
+
+}  // namespace gpumem::cli

@@ -1,0 +1,129 @@
+#include "run_report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "format.hpp"
+
+namespace gpumem::cli {
+namespace {
+
+const char* mode_name(Mode mode) {
+  switch (mode) {
+    case Mode::automatic:
+      return "auto";
+    case Mode::exact:
+      return "exact";
+    case Mode::sampled:
+      return "sampled";
+  }
+  return "?";
+}
+
+std::string command_line(const std::vector<std::string>& command) {
+  std::string line;
+  for (const std::string& word : command) {
+    if (!line.empty()) line += ' ';
+    line += word.find_first_of(" \t'\"") == std::string::npos ? word : "'" + word + "'";
+  }
+  return line.size() > 60 ? line.substr(0, 57) + "..." : line;
+}
+
+}  // namespace
+
+std::int64_t command_peak(const RunResult& result, const DeviceTrack& device) {
+  return result.exact ? device.exact_peak : device.tree_peak;
+}
+
+std::string summary_text(const RunResult& result) {
+  std::string out = "gpumem: " + command_line(result.command) + ": ";
+  out += result.exit.signal != 0 ? "killed by " + signal_name(result.exit.signal)
+                                 : "exit status " + std::to_string(result.exit.exit_code);
+  out += ", ran " + format_seconds(result.elapsed_s) + "\n";
+  if (result.exact && result.exact_processes == 0) {
+    out += "gpumem: measured exactly: no process of the command used CUDA\n";
+  } else if (result.exact) {
+    out += "gpumem: measured exactly (CUDA memory events of " +
+           std::to_string(result.exact_processes) + " process" +
+           (result.exact_processes == 1 ? "" : "es") + ")\n";
+  } else {
+    out += "gpumem: sampled every " + format_seconds(result.interval_s) +
+           " (spikes shorter than that can be missed)";
+    out += result.fallback_reason.empty() ? "\n"
+                                          : ": exact unavailable: " + result.fallback_reason + "\n";
+  }
+  for (const DeviceTrack& device : result.devices) {
+    out += "gpumem: GPU " + std::to_string(device.info.ordinal) + " (" + device.info.name +
+           "): peak " + format_bytes(command_peak(result, device)) +
+           (result.exact ? " allocated" : " used by the command's processes");
+    if (result.exact) {
+      out += ", processes " + format_bytes(device.tree_peak) + " incl. contexts (sampled)";
+    }
+    out += "; device used peak " + format_bytes(device.device_peak) + " (from " +
+           format_bytes(device.device_start) + ")\n";
+  }
+  if (result.devices.empty()) out += "gpumem: no GPU was measured\n";
+  return out;
+}
+
+nlohmann::ordered_json summary_json(const RunResult& result) {
+  nlohmann::ordered_json devices = nlohmann::ordered_json::array();
+  for (const DeviceTrack& device : result.devices) {
+    devices.push_back({
+        {"device", device.info.ordinal},
+        {"nvml_index", device.info.nvml_index},
+        {"name", device.info.name},
+        {"uuid", device.info.uuid},
+        {"total_bytes", device.info.memory.total},
+        {"peak_bytes", command_peak(result, device)},
+        {"peak_time_s", result.exact ? device.exact_peak_time_s : device.tree_peak_time_s},
+        {"exact_peak_bytes",
+         result.exact ? nlohmann::ordered_json(device.exact_peak) : nlohmann::ordered_json()},
+        {"sampled_peak_bytes", device.tree_peak},
+        {"device_used_start_bytes", device.device_start},
+        {"device_used_peak_bytes", device.device_peak},
+        {"device_used_end_bytes", device.device_end},
+    });
+  }
+  nlohmann::ordered_json processes = nlohmann::ordered_json::array();
+  for (const ProcessPeak& process : result.processes) {
+    processes.push_back({{"pid", process.pid},
+                         {"name", process.name},
+                         {"device", process.device},
+                         {"sampled_peak_bytes", process.peak}});
+  }
+  return {
+      {"schema", "gpumem.run/1"},
+      {"command", result.command},
+      {"exit_code", result.exit.exit_code},
+      {"signal", result.exit.signal != 0 ? nlohmann::ordered_json(signal_name(result.exit.signal))
+                                         : nlohmann::ordered_json()},
+      {"elapsed_s", result.elapsed_s},
+      {"mode", result.exact ? "exact" : "sampled"},
+      {"requested_mode", mode_name(result.requested)},
+      {"fallback_reason", result.fallback_reason.empty()
+                              ? nlohmann::ordered_json()
+                              : nlohmann::ordered_json(result.fallback_reason)},
+      {"exact_processes", result.exact_processes},
+      {"interval_s", result.interval_s},
+      {"samples", result.samples},
+      {"devices", devices},
+      {"processes", processes},
+  };
+}
+
+std::string timeline_csv(std::vector<TimelineRow> rows) {
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const TimelineRow& a, const TimelineRow& b) { return a.time_s < b.time_s; });
+  std::string out = "time_s,device,series,pid,used_bytes\n";
+  char line[128];
+  for (const TimelineRow& row : rows) {
+    const std::string pid = row.series == Series::process ? std::to_string(row.pid) : "";
+    std::snprintf(line, sizeof line, "%.6f,%d,%s,%s,%lld\n", row.time_s, row.device,
+                  to_string(row.series), pid.c_str(), static_cast<long long>(row.bytes));
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace gpumem::cli
