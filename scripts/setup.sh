@@ -34,7 +34,7 @@ fi
 
 build() {
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DPython3_EXECUTABLE=/usr/bin/python3 "$@" &&
+    -DPython_EXECUTABLE=/usr/bin/python3 "$@" &&
     cmake --build "$BUILD" -j "$(nproc)"
 }
 if ! build "$@" >>"$LOG" 2>&1; then

@@ -7,7 +7,6 @@
 #include <functional>
 #include <iosfwd>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -61,9 +60,9 @@ class GPUMemTrace {
   GPUMemTrace(GPUMemTrace&&) noexcept;
   GPUMemTrace& operator=(GPUMemTrace&&) noexcept;
 
-  void start();  // (re)start tracing: re-baselines start and peak
-  void stop();   // freeze the data
-  void reset();  // re-baseline start and peak, keep running
+  void start();                                  // (re)start tracing: re-baselines start and peak
+  void stop();                                   // freeze the data
+  void reset();                                  // re-baseline start and peak, keep running
   std::pair<std::int64_t, std::int64_t> data();  // (delta_used, delta_peaked) in MB
   TraceBytes data_bytes();
   void report(std::optional<std::string> subctx = std::nullopt);
@@ -97,15 +96,15 @@ class TraceScope {
   GPUMemTrace trace_;
 };
 
-// "Class::method" or "function" from a compiler's function signature.
+// "Class::method" or "function" from a compiler's function signature (__PRETTY_FUNCTION__:
+// std::source_location is missing from clang 14 with libstdc++ 12).
 std::string function_context(std::string_view signature);
-std::string function_context(const std::source_location& where = std::source_location::current());
 
 // The decorator form for any callable: traced("ctx", f)(args…) runs f inside a TraceScope.
 template <class F>
 auto traced(std::string ctx, F&& function) {
-  return [ctx = std::move(ctx), function = std::forward<F>(function)](auto&&... args) mutable
-         -> decltype(auto) {
+  return [ctx = std::move(ctx),
+          function = std::forward<F>(function)](auto&&... args) mutable -> decltype(auto) {
     TraceScope scope{ctx};
     return function(std::forward<decltype(args)>(args)...);
   };
@@ -114,7 +113,7 @@ auto traced(std::string ctx, F&& function) {
 }  // namespace gpumem
 
 // The decorator form for a function body: reports as "(Class::method: exit)" when it returns.
-#define GPUMEM_TRACE_FUNCTION()                                  \
-  ::gpumem::TraceScope gpumem_trace_function_scope_ {            \
-    ::gpumem::function_context(std::source_location::current()) \
+#define GPUMEM_TRACE_FUNCTION()                       \
+  ::gpumem::TraceScope gpumem_trace_function_scope_ { \
+    ::gpumem::function_context(__PRETTY_FUNCTION__)   \
   }

@@ -55,7 +55,7 @@ def _build_extension(config_settings) -> Path:
                           str(ROOT / "build-wheel" / _tag().split("-")[0])))
     configure = [
         "cmake", "-S", str(ROOT), "-B", str(build),
-        "-DCMAKE_BUILD_TYPE=Release",
+        "-DCMAKE_BUILD_TYPE=RelWithDebInfo",  # the build type the project is tested in
         "-DGPUMEM_BUILD_TESTS=OFF",
         "-DGPUMEM_BUILD_BENCH=OFF",
         "-DGPUMEM_BUILD_PYTHON=ON",
@@ -70,6 +70,18 @@ def _build_extension(config_settings) -> Path:
         print("gpumem_build:", " ".join(command), file=sys.stderr, flush=True)
         subprocess.run(command, check=True, stdout=sys.stderr)
     return build / "python" / NAME
+
+
+def _stripped(path: Path) -> bytes:
+    """The extension without its debug information, where binutils' strip is at hand."""
+    strip = shutil.which("strip")
+    if strip is None:
+        return path.read_bytes()
+    copy = path.with_name(path.name + ".stripped")
+    subprocess.run([strip, "--strip-debug", "-o", str(copy), str(path)], check=True)
+    data = copy.read_bytes()
+    copy.unlink()
+    return data
 
 
 def _metadata() -> str:
@@ -178,7 +190,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         if not extensions:
             raise RuntimeError(f"the build produced no gpumem/_native extension in {built}")
         for path in extensions:
-            wheel.add(f"{NAME}/{path.name}", path.read_bytes())
+            wheel.add(f"{NAME}/{path.name}", _stripped(path))
 
     return _finish_wheel(wheel_directory, contents)
 

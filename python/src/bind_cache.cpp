@@ -27,11 +27,13 @@ void release_python_caches() {
 }  // namespace
 
 void bind_cache(py::module_& module) {
+  using release = py::call_guard<py::gil_scoped_release>;
   module.def(
       "add_framework_cache_hook", [] { return add_cache_release_hook(&release_python_caches); },
-      "Registers the hook that empties the Python frameworks' caches; returns its id.");
-  module.def("remove_cache_release_hook", &remove_cache_release_hook, py::arg("hook_id"));
-  module.def("release_caches", &release_caches, py::call_guard<py::gil_scoped_release>());
+      release(), "Registers the hook that empties the Python frameworks' caches; returns its id.");
+  module.def("remove_cache_release_hook", &remove_cache_release_hook, py::arg("hook_id"),
+             release());
+  module.def("release_caches", &release_caches, release());
 }
 
 }  // namespace gpumem::python

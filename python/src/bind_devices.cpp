@@ -62,8 +62,8 @@ void bind_devices(py::module_& module) {
   module.def("exact_source_status", &exact_source_status, release());
   module.def(
       "set_sampling_interval_ns",
-      [](std::int64_t ns) { set_sampling_interval(std::chrono::nanoseconds(ns)); },
-      py::arg("ns"), release());
+      [](std::int64_t ns) { set_sampling_interval(std::chrono::nanoseconds(ns)); }, py::arg("ns"),
+      release());
   module.def(
       "sampling_interval_ns", [] { return sampling_interval().count(); }, release());
 }

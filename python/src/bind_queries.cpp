@@ -18,7 +18,9 @@ namespace {
 using MemoryTuple = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
 using BytesTuple = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t>;
 
-MemoryTuple as_tuple(const GPUMemory& memory) { return {memory.total, memory.free, memory.used}; }
+MemoryTuple as_tuple(const GPUMemory& memory) {
+  return {memory.total, memory.free, memory.used};
+}
 
 }  // namespace
 
@@ -27,8 +29,9 @@ void bind_queries(py::module_& module) {
   module.attr("current_device") = current_device;
 
   module.def(
-      "gpu_mem_get", [](int id) { return as_tuple(gpu_mem_get(id)); }, py::arg("id") = current_device,
-      release(), "(total, free, used) MB of CUDA ordinal `id`; zeros when unavailable.");
+      "gpu_mem_get", [](int id) { return as_tuple(gpu_mem_get(id)); },
+      py::arg("id") = current_device, release(),
+      "(total, free, used) MB of CUDA ordinal `id`; zeros when unavailable.");
   module.def(
       "gpu_mem_get_bytes",
       [](int id) -> std::optional<BytesTuple> {

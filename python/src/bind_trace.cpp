@@ -22,8 +22,8 @@ namespace gpumem::python {
 namespace {
 
 Source parse_source(const std::string& name) {
-  for (Source source : {Source::automatic, Source::exact, Source::reported, Source::sampled,
-                        Source::none}) {
+  for (Source source :
+       {Source::automatic, Source::exact, Source::reported, Source::sampled, Source::none}) {
     if (to_string(source) == name) return source;
   }
   throw py::value_error("unknown source '" + name +
@@ -82,7 +82,8 @@ void bind_trace(py::module_& module) {
       .def("start", [](Trace& self) { locked(self, [](GPUMemTrace& t) { t.start(); }); })
       .def("stop", [](Trace& self) { locked(self, [](GPUMemTrace& t) { t.stop(); }); })
       .def("reset", [](Trace& self) { locked(self, [](GPUMemTrace& t) { t.reset(); }); })
-      .def("data", [](Trace& self) { return locked(self, [](GPUMemTrace& t) { return t.data(); }); })
+      .def("data",
+           [](Trace& self) { return locked(self, [](GPUMemTrace& t) { return t.data(); }); })
       .def("data_bytes",
            [](Trace& self) {
              return as_dict(locked(self, [](GPUMemTrace& t) { return t.data_bytes(); }));
@@ -101,34 +102,28 @@ void bind_trace(py::module_& module) {
           py::arg("subctx") = py::none())
       .def(
           "set_silent",
-          [](Trace& self, bool silent) {
-            locked(self, [&](GPUMemTrace& t) { t.silent(silent); });
-          },
+          [](Trace& self, bool silent) { locked(self, [&](GPUMemTrace& t) { t.silent(silent); }); },
           py::arg("silent") = true)
-      .def_property_readonly("is_silent",
+      .def_property_readonly(
+          "is_silent",
+          [](Trace& self) { return locked(self, [](GPUMemTrace& t) { return t.is_silent(); }); })
+      .def_property_readonly(
+          "is_running",
+          [](Trace& self) { return locked(self, [](GPUMemTrace& t) { return t.is_running(); }); })
+      .def_property_readonly("on_exit_report",
                              [](Trace& self) {
-                               return locked(self, [](GPUMemTrace& t) { return t.is_silent(); });
-                             })
-      .def_property_readonly("is_running",
-                             [](Trace& self) {
-                               return locked(self, [](GPUMemTrace& t) { return t.is_running(); });
+                               return locked(self,
+                                             [](GPUMemTrace& t) { return t.on_exit_report(); });
                              })
       .def_property_readonly(
-          "on_exit_report",
+          "ctx", [](Trace& self) { return locked(self, [](GPUMemTrace& t) { return t.ctx(); }); })
+      .def_property_readonly(
+          "source",
           [](Trace& self) {
-            return locked(self, [](GPUMemTrace& t) { return t.on_exit_report(); });
+            return locked(self, [](GPUMemTrace& t) { return std::string(to_string(t.source())); });
           })
-      .def_property_readonly("ctx",
-                             [](Trace& self) {
-                               return locked(self, [](GPUMemTrace& t) { return t.ctx(); });
-                             })
-      .def_property_readonly("source",
-                             [](Trace& self) {
-                               return locked(self, [](GPUMemTrace& t) {
-                                 return std::string(to_string(t.source()));
-                               });
-                             })
-      .def("repr", [](Trace& self) { return locked(self, [](GPUMemTrace& t) { return t.repr(); }); });
+      .def("repr",
+           [](Trace& self) { return locked(self, [](GPUMemTrace& t) { return t.repr(); }); });
 
   module.def("format_report", &format_report, py::arg("delta_used_mb"), py::arg("delta_peaked_mb"),
              py::arg("ctx") = py::none(), py::arg("subctx") = py::none());

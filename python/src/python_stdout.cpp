@@ -29,6 +29,8 @@ void write_line(std::string_view line) {
 
 }  // namespace
 
-ReportSink python_stdout_sink() { return &write_line; }
+ReportSink python_stdout_sink() {
+  return &write_line;
+}
 
 }  // namespace gpumem::python

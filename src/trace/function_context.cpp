@@ -111,8 +111,4 @@ std::string function_context(std::string_view signature) {
   return parts[parts.size() - 2] + "::" + parts.back();
 }
 
-std::string function_context(const std::source_location& where) {
-  return function_context(std::string_view(where.function_name()));
-}
-
 }  // namespace gpumem

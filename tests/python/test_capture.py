@@ -34,7 +34,7 @@ def test_reports_follow_redirect_stdout(capsys):
     print("after")
     assert buffer.getvalue().splitlines() == [
         line(0, 5, " (redirected: exit)"),
-        line(0, 2, " (work: exit)"),
+        line(0, 2, " (test_reports_follow_redirect_stdout.<locals>.work: exit)"),
     ]
     assert capsys.readouterr().out == "after\n"
 

@@ -276,9 +276,11 @@ def test_cuda_visible_devices_maps_allocations_to_the_physical_gpu(sim):
 
 def test_cuda_device_order_pci_bus_id(sim):
     # Fastest first here puts the A100 (bus 0x3B) first; PCI order puts the H200 (0x19) first.
+    # CUDA is initialised first, as torch does: then the driver itself says which is which.
     sim.config = dict(sim.config, cuda_order=[0, 1])
     script = """
         import gpumem
+        gpumem.preload_pytorch()
         emit(names=[d["name"] for d in gpumem.devices()], zero=gpumem.gpu_mem_get(0))
     """
     fastest = sim.run(script)

@@ -322,3 +322,41 @@ emit(outer=outer.data(), inner=inner.data())
 """)
     assert result["outer"] == [7, 46]  # peak 53 less the 7 still held
     assert result["inner"] == [0, 50]
+
+
+def test_trace_endpoints_empty_torchs_cache_through_the_native_hook(sim):
+    from test_queries import FAKE_TORCH
+
+    result = sim.run(FAKE_TORCH + """
+cache.pop().free()   # start empty; torch's current device is 1
+from gpumem import GPUMemTrace
+mtrace = GPUMemTrace(silent=True)
+kept = allocate(30, device=1)
+cache.append(allocate(100, device=1))   # torch keeps a freed block cached
+mtrace.stop()                           # the hook empties it before the end is measured
+emit(data=mtrace.data(), device=mtrace.data_bytes().device, emptied=calls.count("empty_cache"))
+""")
+    assert result["data"] == [30, 100]
+    assert result["device"] == 1
+    assert result["emptied"] == 2  # at start and at stop
+
+
+def test_threads_sharing_a_trace_with_a_python_cache_hook_do_not_deadlock(sim):
+    # The hook and the report sink take the GIL from inside native calls made without it.
+    from test_queries import FAKE_TORCH
+
+    result = sim.run(FAKE_TORCH + """
+import contextlib, io, threading
+from gpumem import GPUMemTrace, gpu_mem_get_used_no_cache
+mtrace = GPUMemTrace(ctx="shared")
+def work():
+    for i in range(200):
+        mtrace.reset(); mtrace.data(); mtrace.report(str(i)); gpu_mem_get_used_no_cache()
+sink = io.StringIO()
+with contextlib.redirect_stdout(sink):
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+emit(lines=len(sink.getvalue().splitlines()))
+""", timeout=120)
+    assert result["lines"] == 800

@@ -1,0 +1,11 @@
+# The Python benchmark: spike capture by gpumem's native sampler vs the seed's Python thread,
+# with the interpreter idle and busy. `cmake --build <build> --target bench_python` runs it.
+if(TARGET gpumem_native)
+  add_custom_target(bench_python
+    COMMAND ${CMAKE_COMMAND} -E env PYTHONPATH=${CMAKE_BINARY_DIR}/python
+            ${GPUMEM_PYTHON_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/python_spike_capture.py
+            --sim-dir ${GPUMEM_SIM_DIR}
+    USES_TERMINAL
+    VERBATIM)
+  add_dependencies(bench_python gpumem_native gpumem_sim)
+endif()
