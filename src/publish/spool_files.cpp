@@ -16,7 +16,9 @@ std::string spool_file_name(unsigned pid, std::string_view scope) {
 }
 
 std::string spool_temporary_name(unsigned pid, unsigned sequence) {
-  return "." + std::to_string(pid) + "-" + std::to_string(sequence) + ".tmp";
+  char text[32];
+  std::snprintf(text, sizeof text, ".%u-%u.tmp", pid, sequence);
+  return text;
 }
 
 bool is_spool_record_name(std::string_view name) {
