@@ -31,49 +31,6 @@ CUresult copy_text(const char* text, char* out, int length) {
   return CUDA_SUCCESS;
 }
 
-const char* error_name(CUresult error) {
-  switch (error) {
-    case CUDA_SUCCESS:
-      return "CUDA_SUCCESS";
-    case CUDA_ERROR_INVALID_VALUE:
-      return "CUDA_ERROR_INVALID_VALUE";
-    case CUDA_ERROR_OUT_OF_MEMORY:
-      return "CUDA_ERROR_OUT_OF_MEMORY";
-    case CUDA_ERROR_NOT_INITIALIZED:
-      return "CUDA_ERROR_NOT_INITIALIZED";
-    case CUDA_ERROR_DEINITIALIZED:
-      return "CUDA_ERROR_DEINITIALIZED";
-    case CUDA_ERROR_STUB_LIBRARY:
-      return "CUDA_ERROR_STUB_LIBRARY";
-    case CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER:
-      return "CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER";
-    case CUDA_ERROR_DEVICE_UNAVAILABLE:
-      return "CUDA_ERROR_DEVICE_UNAVAILABLE";
-    case CUDA_ERROR_NO_DEVICE:
-      return "CUDA_ERROR_NO_DEVICE";
-    case CUDA_ERROR_INVALID_DEVICE:
-      return "CUDA_ERROR_INVALID_DEVICE";
-    case CUDA_ERROR_INVALID_CONTEXT:
-      return "CUDA_ERROR_INVALID_CONTEXT";
-    case CUDA_ERROR_NOT_FOUND:
-      return "CUDA_ERROR_NOT_FOUND";
-    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
-      return "CUDA_ERROR_CONTEXT_IS_DESTROYED";
-    case CUDA_ERROR_NOT_PERMITTED:
-      return "CUDA_ERROR_NOT_PERMITTED";
-    case CUDA_ERROR_NOT_SUPPORTED:
-      return "CUDA_ERROR_NOT_SUPPORTED";
-    case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:
-      return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
-    case CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE:
-      return "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE";
-    case CUDA_ERROR_UNKNOWN:
-      return "CUDA_ERROR_UNKNOWN";
-    default:
-      return nullptr;
-  }
-}
-
 const char* error_string(CUresult error) {
   switch (error) {
     case CUDA_SUCCESS:
@@ -142,7 +99,7 @@ GPUMEM_SIM_EXPORT CUresult cuGetErrorString(CUresult error, const char** text) {
 
 GPUMEM_SIM_EXPORT CUresult cuGetErrorName(CUresult error, const char** text) {
   if (text == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *text = error_name(error);
+  *text = cuda_result_name(error);
   return *text != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 

@@ -44,14 +44,14 @@ TEST(FunctionContext, UnnamedNamespacesAreDropped) {
 }
 
 struct Widget {
-  std::string name() const { return function_context(); }
-  static std::string make() { return function_context(); }
+  std::string name() const { return function_context(__PRETTY_FUNCTION__); }
+  static std::string make() { return function_context(__PRETTY_FUNCTION__); }
 };
 std::string free_function() {
-  return function_context();
+  return function_context(__PRETTY_FUNCTION__);
 }
 
-TEST(FunctionContext, FromThisCompilersSourceLocation) {
+TEST(FunctionContext, FromThisCompilersPrettyFunction) {
   EXPECT_EQ(Widget{}.name(), "Widget::name");
   EXPECT_EQ(Widget::make(), "Widget::make");
   // A signature cannot tell a namespace from a class: the innermost scope is kept either way.

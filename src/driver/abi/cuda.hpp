@@ -40,26 +40,71 @@ enum : int {
   CUDA_ERROR_UNKNOWN = 999,
 };
 
+// The enumerator's name (what cuGetErrorName answers), nullptr for a code not declared here.
+constexpr const char* cuda_result_name(CUresult code) noexcept {
+  switch (code) {
+    case CUDA_SUCCESS:
+      return "CUDA_SUCCESS";
+    case CUDA_ERROR_INVALID_VALUE:
+      return "CUDA_ERROR_INVALID_VALUE";
+    case CUDA_ERROR_OUT_OF_MEMORY:
+      return "CUDA_ERROR_OUT_OF_MEMORY";
+    case CUDA_ERROR_NOT_INITIALIZED:
+      return "CUDA_ERROR_NOT_INITIALIZED";
+    case CUDA_ERROR_DEINITIALIZED:
+      return "CUDA_ERROR_DEINITIALIZED";
+    case CUDA_ERROR_STUB_LIBRARY:
+      return "CUDA_ERROR_STUB_LIBRARY";
+    case CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER:
+      return "CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER";
+    case CUDA_ERROR_DEVICE_UNAVAILABLE:
+      return "CUDA_ERROR_DEVICE_UNAVAILABLE";
+    case CUDA_ERROR_NO_DEVICE:
+      return "CUDA_ERROR_NO_DEVICE";
+    case CUDA_ERROR_INVALID_DEVICE:
+      return "CUDA_ERROR_INVALID_DEVICE";
+    case CUDA_ERROR_INVALID_CONTEXT:
+      return "CUDA_ERROR_INVALID_CONTEXT";
+    case CUDA_ERROR_NOT_FOUND:
+      return "CUDA_ERROR_NOT_FOUND";
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+      return "CUDA_ERROR_CONTEXT_IS_DESTROYED";
+    case CUDA_ERROR_NOT_PERMITTED:
+      return "CUDA_ERROR_NOT_PERMITTED";
+    case CUDA_ERROR_NOT_SUPPORTED:
+      return "CUDA_ERROR_NOT_SUPPORTED";
+    case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:
+      return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
+    case CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE:
+      return "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE";
+    case CUDA_ERROR_UNKNOWN:
+      return "CUDA_ERROR_UNKNOWN";
+    default:
+      return nullptr;
+  }
+}
+
 // CUmemAllocationProp, as far as gpumem reads it: location.type at offset 8, location.id at 12.
 enum : int { CU_MEM_LOCATION_TYPE_DEVICE = 1 };
 struct CUmemAllocationProp {
-  int type;              // CU_MEM_ALLOCATION_TYPE_PINNED = 1
+  int type;  // CU_MEM_ALLOCATION_TYPE_PINNED = 1
   int requestedHandleTypes;
-  int locationType;      // CU_MEM_LOCATION_TYPE_*
-  int locationId;        // device ordinal for DEVICE
+  int locationType;  // CU_MEM_LOCATION_TYPE_*
+  int locationId;    // device ordinal for DEVICE
   void* win32HandleMetaData;
   unsigned char allocFlags[8];
 };
 static_assert(offsetof(CUmemAllocationProp, locationType) == 8);
 static_assert(offsetof(CUmemAllocationProp, locationId) == 12);
 
-using PFN_cuInit = CUresult (*)(unsigned flags);                                    // cuInit
-using PFN_cuDriverGetVersion = CUresult (*)(int* version);                         // cuDriverGetVersion
-using PFN_cuGetErrorString = CUresult (*)(CUresult error, const char** text);      // cuGetErrorString
-using PFN_cuDeviceGetCount = CUresult (*)(int* count);                             // cuDeviceGetCount
-using PFN_cuDeviceGet = CUresult (*)(CUdevice* device, int ordinal);               // cuDeviceGet
-using PFN_cuDeviceGetName = CUresult (*)(char* name, int length, CUdevice dev);    // cuDeviceGetName
-using PFN_cuDeviceGetUuid = CUresult (*)(CUuuid* uuid, CUdevice dev);  // cuDeviceGetUuid_v2 | cuDeviceGetUuid
+using PFN_cuInit = CUresult (*)(unsigned flags);                               // cuInit
+using PFN_cuDriverGetVersion = CUresult (*)(int* version);                     // cuDriverGetVersion
+using PFN_cuGetErrorString = CUresult (*)(CUresult error, const char** text);  // cuGetErrorString
+using PFN_cuDeviceGetCount = CUresult (*)(int* count);                         // cuDeviceGetCount
+using PFN_cuDeviceGet = CUresult (*)(CUdevice* device, int ordinal);           // cuDeviceGet
+using PFN_cuDeviceGetName = CUresult (*)(char* name, int length, CUdevice dev);  // cuDeviceGetName
+using PFN_cuDeviceGetUuid = CUresult (*)(CUuuid* uuid,
+                                         CUdevice dev);  // cuDeviceGetUuid_v2 | cuDeviceGetUuid
 using PFN_cuDeviceGetPCIBusId = CUresult (*)(char* bus_id, int length, CUdevice dev);
 using PFN_cuDevicePrimaryCtxRetain = CUresult (*)(CUcontext* ctx, CUdevice dev);
 using PFN_cuDevicePrimaryCtxRelease = CUresult (*)(CUdevice dev);  // cuDevicePrimaryCtxRelease_v2
@@ -67,13 +112,14 @@ using PFN_cuDevicePrimaryCtxGetState = CUresult (*)(CUdevice dev, unsigned* flag
 using PFN_cuCtxSetCurrent = CUresult (*)(CUcontext ctx);
 using PFN_cuCtxGetCurrent = CUresult (*)(CUcontext* ctx);
 using PFN_cuCtxGetDevice = CUresult (*)(CUdevice* device);
-using PFN_cuMemGetInfo = CUresult (*)(size_t* free, size_t* total);                // cuMemGetInfo_v2
-using PFN_cuMemAlloc = CUresult (*)(CUdeviceptr* ptr, size_t bytes);               // cuMemAlloc_v2
-using PFN_cuMemFree = CUresult (*)(CUdeviceptr ptr);                               // cuMemFree_v2
+using PFN_cuMemGetInfo = CUresult (*)(size_t* free, size_t* total);   // cuMemGetInfo_v2
+using PFN_cuMemAlloc = CUresult (*)(CUdeviceptr* ptr, size_t bytes);  // cuMemAlloc_v2
+using PFN_cuMemFree = CUresult (*)(CUdeviceptr ptr);                  // cuMemFree_v2
 using PFN_cuMemGetAddressRange = CUresult (*)(CUdeviceptr* base, size_t* size,
                                               CUdeviceptr ptr);  // cuMemGetAddressRange_v2
 using PFN_cuMemAllocPitch = CUresult (*)(CUdeviceptr* ptr, size_t* pitch, size_t width,
-                                         size_t height, unsigned element_bytes);  // cuMemAllocPitch_v2
+                                         size_t height,
+                                         unsigned element_bytes);  // cuMemAllocPitch_v2
 using PFN_cuMemAllocManaged = CUresult (*)(CUdeviceptr* ptr, size_t bytes, unsigned flags);
 using PFN_cuMemAllocAsync = CUresult (*)(CUdeviceptr* ptr, size_t bytes, CUstream stream);
 using PFN_cuMemAllocFromPoolAsync = CUresult (*)(CUdeviceptr* ptr, size_t bytes, CUmemoryPool pool,
