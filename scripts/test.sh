@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up and runs every test: the C++ and Python suites on the simulated GPU, then the C++ suites
-# again under AddressSanitizer+UBSan, and the concurrent parts under ThreadSanitizer.
+# again under AddressSanitizer+UBSan and under ThreadSanitizer; the library is also built with
+# clang, warnings as errors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -20,4 +21,11 @@ sanitized() {  # build-dir, sanitizers, ctest filter
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 sanitized build-asan address,undefined "."
-sanitized build-tsan thread "Peak|peak|Trace|trace|Sim|sim|Sampler|sampler"
+sanitized build-tsan thread "."
+
+echo "== the library and examples with clang++ (build-clang/)"
+cmake -S . -B build-clang -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \
+  -DGPUMEM_BUILD_TESTS=OFF -DGPUMEM_BUILD_BENCH=OFF -DGPUMEM_BUILD_PYTHON=OFF >build-clang.log 2>&1 &&
+  cmake --build build-clang -j "$JOBS" --target gpumem seed_examples >>build-clang.log 2>&1 ||
+  { tail -n 40 build-clang.log; exit 1; }
+echo "clang++: gpumem and seed_examples build warning-free"

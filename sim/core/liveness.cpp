@@ -46,6 +46,10 @@ std::uint64_t process_start_time(pid_t pid) {
   return read_stat(pid, &state, &start) ? start : 0;
 }
 
+bool process_exists(pid_t pid) {
+  return !(::kill(pid, 0) != 0 && errno == ESRCH);
+}
+
 bool process_alive(pid_t pid, std::uint64_t start_time) {
   if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
   char state = 0;

@@ -12,4 +12,7 @@ std::uint64_t process_start_time(pid_t pid);
 
 bool process_alive(pid_t pid, std::uint64_t start_time);
 
+// Only whether the pid exists (one system call): what the frequent memory path can afford.
+bool process_exists(pid_t pid);
+
 }  // namespace gpumem::sim

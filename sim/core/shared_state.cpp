@@ -200,15 +200,30 @@ void SharedState::forget_self() {
   for (auto& slot : own_slots_) slot.store(0);
 }
 
-void SharedState::reclaim_dead() {
+void SharedState::reclaim_dead(bool thorough) {
   last_reclaim_ns_.store(now_ns(), std::memory_order_relaxed);
+  reclaim_dead_on(0, device_count(), thorough);
+}
+
+void SharedState::reclaim_dead_on(unsigned first, unsigned last, bool thorough) {
+  // A process usually holds a slot on several devices: ask the kernel about each pid once.
+  std::vector<std::pair<std::uint32_t, bool>> verdicts;
+  const auto alive = [&](std::uint32_t pid, std::uint64_t start_time) {
+    for (const auto& [known, verdict] : verdicts) {
+      if (known == pid) return verdict;
+    }
+    const bool verdict = thorough ? process_alive(static_cast<pid_t>(pid), start_time)
+                                  : process_exists(static_cast<pid_t>(pid));
+    verdicts.emplace_back(pid, verdict);
+    return verdict;
+  };
   const std::uint32_t me = self().pid.load(std::memory_order_relaxed);
-  for (unsigned d = 0; d < device_count(); ++d) {
+  for (unsigned d = first; d < last; ++d) {
     DeviceUsage& usage = file_->usage[d];
     for (UsageSlot& slot : usage.slots) {
       std::uint32_t pid = slot.pid.load(std::memory_order_acquire);
       if (!live_pid(pid) || pid == me) continue;
-      if (process_alive(static_cast<pid_t>(pid), slot.start_time.load())) continue;
+      if (alive(pid, slot.start_time.load())) continue;
       if (!slot.pid.compare_exchange_strong(pid, kReclaiming)) continue;
       usage.used.fetch_sub(slot.bytes.exchange(0));
       slot.start_time.store(0);
@@ -222,7 +237,7 @@ void SharedState::maybe_reclaim() {
   std::int64_t last = last_reclaim_ns_.load(std::memory_order_relaxed);
   if (now - last < kReclaimIntervalNs) return;
   if (last_reclaim_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed))
-    reclaim_dead();
+    reclaim_dead_on(0, device_count(), false);
 }
 
 MemoryNumbers SharedState::memory(unsigned index) {
@@ -233,7 +248,7 @@ MemoryNumbers SharedState::memory(unsigned index) {
 }
 
 std::vector<ProcessUsage> SharedState::processes(unsigned index) {
-  reclaim_dead();
+  reclaim_dead_on(index, index + 1, true);
   std::vector<ProcessUsage> result;
   for (const UsageSlot& slot : file_->usage[index].slots) {
     const std::uint32_t pid = slot.pid.load(std::memory_order_acquire);

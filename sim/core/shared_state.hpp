@@ -82,11 +82,13 @@ class SharedState {
   }
   void set_lost(unsigned index, bool lost) { file_->usage[index].lost.store(lost ? 1 : 0); }
 
-  // Cheap: dead processes are reclaimed at most every few milliseconds from here.
+  // Cheap: processes that no longer exist are reclaimed at most every few milliseconds from here
+  // (zombies and reused pids wait for the next process query).
   MemoryNumbers memory(unsigned index);
-  // Exact: dead processes are reclaimed first.
+  // Exact: the device's dead processes (zombies and reused pids too) are reclaimed first.
   std::vector<ProcessUsage> processes(unsigned index);
-  void reclaim_dead();
+  // Every device's dead processes; `thorough` also reads /proc to catch zombies and reused pids.
+  void reclaim_dead(bool thorough = true);
 
   // The calling process's usage. charge fails (false) when the device lacks the free memory.
   bool charge(unsigned index, std::uint64_t bytes);
@@ -101,6 +103,7 @@ class SharedState {
  private:
   int own_slot(unsigned index, bool create);
   void maybe_reclaim();
+  void reclaim_dead_on(unsigned first, unsigned last, bool thorough);
 
   std::string path_;
   StateFile* file_;
