@@ -1,13 +1,14 @@
 // What the exact source knows about each live block it saw allocated: address (or VMM handle)
-// to size and device. Sharded, each shard with its own small mutex, so threads allocating at
-// once rarely contend and no lock is global.
+// to size and device. On the per-allocation path, so: sharded, each shard behind its own tiny
+// spin lock (held for a few probes), and an open-addressing table that allocates nothing per
+// block. No lock is global, and threads allocating at once rarely meet in a shard.
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <optional>
-#include <unordered_map>
+#include <vector>
 
 namespace gpumem::peak {
 
@@ -19,6 +20,7 @@ struct Block {
 
 class AddressMap {
  public:
+  // Key 0 is never a live block (no allocation succeeds at address 0, no handle is 0): ignored.
   void insert(std::uint64_t key, Block block);
   std::optional<Block> find(std::uint64_t key) const;
   std::optional<Block> erase(std::uint64_t key);
@@ -27,9 +29,40 @@ class AddressMap {
 
  private:
   static constexpr std::size_t kShards = 64;
+
+  class SpinLock {
+   public:
+    void lock() noexcept;
+    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+   private:
+    std::atomic<bool> locked_{false};
+  };
+
+  // Linear probing with backward-shift deletion: no tombstones, so lookups stay short.
+  class Table {
+   public:
+    void insert(std::uint64_t key, Block block);
+    const Block* find(std::uint64_t key) const;
+    std::optional<Block> erase(std::uint64_t key);
+    void clear() noexcept;
+    std::size_t size() const noexcept { return size_; }
+
+   private:
+    struct Slot {
+      std::uint64_t key = 0;  // 0: empty
+      Block block;
+    };
+    std::size_t home(std::uint64_t key) const noexcept;
+    void grow();
+
+    std::vector<Slot> slots_;
+    std::size_t size_ = 0;
+  };
+
   struct alignas(64) Shard {
-    mutable std::mutex mutex;
-    std::unordered_map<std::uint64_t, Block> blocks;
+    mutable SpinLock lock;
+    Table table;
   };
   Shard& shard(std::uint64_t key) const noexcept;
 

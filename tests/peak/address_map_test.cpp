@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <random>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "peak/address_map.hpp"
@@ -30,7 +32,7 @@ TEST(AddressMap, ThreadsOnDistinctBlocks) {
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&map, t] {
       for (std::uint64_t i = 0; i < 5000; ++i) {
-        const std::uint64_t address = (static_cast<std::uint64_t>(t) << 40) | (i << 9);
+        const std::uint64_t address = (static_cast<std::uint64_t>(t) << 40) | ((i + 1) << 9);
         map.insert(address, {i + 1, t, false});
         ASSERT_EQ(map.erase(address)->size, i + 1);
       }
@@ -38,6 +40,37 @@ TEST(AddressMap, ThreadsOnDistinctBlocks) {
   }
   for (auto& thread : threads) thread.join();
   EXPECT_EQ(map.size(), 0u);
+}
+
+// The open-addressing table against a reference map, through growth and the deletions that
+// shift clusters back (addresses collide in shards and wrap around tables).
+TEST(AddressMap, AgreesWithAReferenceMapThroughChurn) {
+  AddressMap map;
+  std::unordered_map<std::uint64_t, std::uint64_t> reference;
+  std::mt19937_64 random(42);
+  for (int step = 0; step < 200000; ++step) {
+    const std::uint64_t address = ((random() % 4096) + 1) << 9;
+    if (random() % 3 != 0) {
+      const std::uint64_t size = random() % 1000 + 1;
+      map.insert(address, {size, 0, false});
+      reference[address] = size;
+    } else {
+      const auto erased = map.erase(address);
+      const auto expected = reference.find(address);
+      ASSERT_EQ(erased.has_value(), expected != reference.end()) << "step " << step;
+      if (erased) {
+        ASSERT_EQ(erased->size, expected->second);
+        reference.erase(expected);
+      }
+    }
+  }
+  ASSERT_EQ(map.size(), reference.size());
+  for (const auto& [address, size] : reference) {
+    ASSERT_TRUE(map.find(address));
+    EXPECT_EQ(map.find(address)->size, size);
+  }
+  map.insert(0, {1, 0, false});  // no block lives at 0
+  EXPECT_FALSE(map.find(0));
 }
 
 }  // namespace
