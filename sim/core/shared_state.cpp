@@ -25,7 +25,7 @@ constexpr std::uint64_t kMagic = 0x31534d454d555047ull;  // "GPUMEMS1"
 constexpr std::uint32_t kLayoutVersion = 1;
 constexpr std::uint32_t kClaiming = 0xFFFFFFFEu;
 constexpr std::uint32_t kReclaiming = 0xFFFFFFFFu;
-constexpr std::int64_t kReclaimIntervalNs = 2'000'000;
+constexpr std::int64_t kReclaimIntervalNs = 5'000'000;
 
 // The coarse clock (a jiffy, 1-4 ms) is enough to pace reclamation and costs a fraction of the
 // precise one, which matters: memory queries are the baseline gpumem's benchmarks compare against.
