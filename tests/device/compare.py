@@ -31,8 +31,8 @@ def compare_list(smi_csv, gpumem_json):
 def compare_torch(run_json, torch_line):
     run = json.load(open(run_json))
     torch_stats = json.loads(open(torch_line).read().strip().splitlines()[-1])
-    dev = [d for d in run["devices"] if d.get("exact_peak_bytes") or d.get("peak_bytes")][0]
-    exact = dev.get("exact_peak_bytes") or dev["peak_bytes"]
+    dev = max(run["devices"], key=lambda d: d.get("peak_bytes") or 0)
+    exact = dev.get("exact_peak_bytes") or dev.get("peak_bytes") or 0
     reserved = torch_stats["max_memory_reserved"]
     print(f"gpumem run mode={run['mode']} peak={exact} B; torch max_memory_reserved={reserved} B "
           f"(difference {exact - reserved} B); torch profiler events={torch_stats['profiler_events']}; "

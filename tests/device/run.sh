@@ -27,7 +27,8 @@ cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PA
     >>"$WORK/cmake.log" 2>&1 || { tail -n 30 "$WORK/cmake.log"; echo "FAIL build"; exit 1; }
 echo "built"
 # CUPTI comes with PyTorch's wheels (nvidia-cuda-cupti) where the toolkit is not installed.
-CUPTI=$(ldconfig -p | awk '/libcupti.so/{print $NF; exit}')
+CUPTI=${GPUMEM_CUPTI_LIBRARY:-}
+[ -n "$CUPTI" ] || CUPTI=$(ldconfig -p | awk '/libcupti.so/{print $NF; exit}')
 [ -n "$CUPTI" ] || CUPTI=$(python3 -c 'import glob, os, nvidia; print(next(iter(sorted(glob.glob(os.path.join(list(nvidia.__path__)[0], "**", "libcupti.so*"), recursive=True))), ""))' 2>/dev/null)
 [ -n "$CUPTI" ] && export GPUMEM_CUPTI_LIBRARY=$CUPTI
 echo "CUPTI: ${CUPTI:-not found}"
