@@ -10,10 +10,10 @@ LOG="$BUILD/setup.log"
 : >"$LOG"
 
 PACKAGES=(
-  cmake ninja-build g++ pkg-config
-  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libfmt-dev
-  pybind11-dev python3-dev python3-pytest ipython3 python3-venv
-  prometheus curl librsvg2-bin
+  cmake ninja-build g++ clang
+  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
+  pybind11-dev python3-dev python3-pytest ipython3
+  prometheus
 )
 missing=()
 for package in "${PACKAGES[@]}"; do

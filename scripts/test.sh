@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 JOBS=$(nproc)
 
+echo "== clang-format"
+git ls-files '*.cpp' '*.hpp' '*.h' | xargs clang-format --dry-run --Werror
+echo "every C++ file is clang-formatted"
+
 echo "== tests (build/)"
 ctest --test-dir build --output-on-failure -j "$JOBS"
 

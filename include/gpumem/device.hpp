@@ -11,11 +11,11 @@
 namespace gpumem {
 
 struct DeviceInfo {
-  int ordinal = -1;          // CUDA ordinal, as the calling program sees it
-  unsigned nvml_index = 0;   // NVML's index, as nvidia-smi shows it
+  int ordinal = -1;         // CUDA ordinal, as the calling program sees it
+  unsigned nvml_index = 0;  // NVML's index, as nvidia-smi shows it
   std::string name;
-  std::string uuid;          // "GPU-…" or "MIG-…"
-  std::string pci_bus_id;    // "00000000:19:00.0"
+  std::string uuid;        // "GPU-…" or "MIG-…"
+  std::string pci_bus_id;  // "00000000:19:00.0"
   GPUMemoryBytes memory;
 };
 

@@ -13,7 +13,9 @@ namespace gpumem {
 inline constexpr int current_device = -1;
 
 // MB = 2^20 bytes, truncated toward zero, as the seed's int(bytes / 2**20).
-constexpr std::int64_t b2mb(std::int64_t bytes) noexcept { return bytes / (std::int64_t{1} << 20); }
+constexpr std::int64_t b2mb(std::int64_t bytes) noexcept {
+  return bytes / (std::int64_t{1} << 20);
+}
 
 // The seed's namedtuple: field order total, free, used; each in MB.
 struct GPUMemory {

@@ -18,7 +18,9 @@
 
 namespace gpumem::testing {
 
-inline std::string sim_path(const std::string& file) { return std::string(GPUMEM_SIM_DIR) + "/" + file; }
+inline std::string sim_path(const std::string& file) {
+  return std::string(GPUMEM_SIM_DIR) + "/" + file;
+}
 
 // Two devices whose CUDA order differs from NVML's, with round numbers for assertions.
 inline constexpr const char* kTwoGpus = R"({
@@ -35,10 +37,10 @@ class SimGpu {
  public:
   explicit SimGpu(const std::string& config = kTwoGpus, const std::string& faults = "") {
     static std::atomic<int> sequence{0};
-    state_ = (std::filesystem::temp_directory_path() /
-              ("gpumem-test-" + std::to_string(::getpid()) + "-" + std::to_string(sequence++) +
-               ".state"))
-                 .string();
+    state_ =
+        (std::filesystem::temp_directory_path() / ("gpumem-test-" + std::to_string(::getpid()) +
+                                                   "-" + std::to_string(sequence++) + ".state"))
+            .string();
     ::setenv("GPUMEM_SIM_STATE", state_.c_str(), 1);
     ::setenv("GPUMEM_SIM_CONFIG", config.c_str(), 1);
     if (faults.empty()) {

@@ -60,7 +60,8 @@ struct nvmlMemory_v2_t {
 };
 // NVML_STRUCT_VERSION(Memory, 2): the size in the low bits, the version in the top byte. Passing a
 // bare 2 makes the driver answer FUNCTION_NOT_FOUND.
-inline constexpr unsigned kNvmlMemory_v2 = static_cast<unsigned>(sizeof(nvmlMemory_v2_t) | (2u << 24));
+inline constexpr unsigned kNvmlMemory_v2 =
+    static_cast<unsigned>(sizeof(nvmlMemory_v2_t) | (2u << 24));
 
 struct nvmlProcessInfo_v1_t {
   unsigned int pid;
