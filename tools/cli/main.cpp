@@ -16,9 +16,7 @@ int main(int argc, char** argv) {
   gpumem::cli::add_list_command(app, exit_code);
   gpumem::cli::add_watch_command(app, exit_code);
   gpumem::cli::add_run_command(app, exit_code);
-#ifdef GPUMEM_HAVE_SERVE
   gpumem::cli::add_serve_command(app, exit_code);
-#endif
   // `run` takes its command after "--"; CLI11 would refuse the separator with a prefix command,
   // so it is dropped here: everything from the command's name on is passed through anyway.
   std::vector<std::string> arguments(argv + 1, argv + argc);
