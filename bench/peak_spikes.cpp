@@ -30,7 +30,10 @@ std::string sim(const char* file) {
 }
 
 void use_private_simulated_gpu() {
-  const std::string state = "/tmp/gpumem-bench-spikes-" + std::to_string(::getpid()) + ".state";
+  static const std::string state =
+      "/tmp/gpumem-bench-spikes-" + std::to_string(::getpid()) + ".state";
+  ::unlink(state.c_str());  // one left by an earlier run under the same pid
+  std::atexit([] { ::unlink(state.c_str()); });
   ::setenv("GPUMEM_SIM_STATE", state.c_str(), 1);
   ::setenv("GPUMEM_SIM_CONFIG", kOneGpu, 1);
   ::setenv("GPUMEM_NVML_LIBRARY", sim("libnvidia-ml.so.1").c_str(), 1);

@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 extern char** environ;
 
@@ -85,10 +87,22 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
+// mkdtemp, not a pid-based name: a folder left by an earlier run whose test had the same pid
+// would otherwise hand its files to this one.
 std::string temporary_folder() {
-  const std::string folder = unique_path("-files");
-  std::filesystem::create_directories(folder);
-  return folder;
+  struct Folders {
+    std::vector<std::string> made;
+    ~Folders() {
+      std::error_code ignored;
+      for (const std::string& folder : made) std::filesystem::remove_all(folder, ignored);
+    }
+  };
+  static Folders folders;
+  std::string pattern =
+      (std::filesystem::temp_directory_path() / "gpumem-cli-test-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create " + pattern);
+  folders.made.push_back(pattern);
+  return pattern;
 }
 
 CommandResult run_command(const std::vector<std::string>& argv, std::chrono::seconds timeout) {

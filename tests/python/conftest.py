@@ -11,8 +11,10 @@ The build is found from GPUMEM_SIM_DIR (set by CTest) or from where ``gpumem`` i
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -88,7 +90,9 @@ def sim_env(state: Path, config=None, faults=None, **extra) -> dict:
 
 
 # This process: on its own simulated GPU before any test touches gpumem's native core.
-_SESSION_STATE = Path(tempfile.mkdtemp(prefix="gpumem-pytest-")) / "session.state"
+_SESSION_FOLDER = tempfile.mkdtemp(prefix="gpumem-pytest-")
+_SESSION_STATE = Path(_SESSION_FOLDER) / "session.state"
+atexit.register(shutil.rmtree, _SESSION_FOLDER, ignore_errors=True)
 os.environ.update(sim_env(_SESSION_STATE))
 for _name in _CLEARED:
     os.environ.pop(_name, None)

@@ -41,6 +41,8 @@ class SimGpu {
         (std::filesystem::temp_directory_path() / ("gpumem-test-" + std::to_string(::getpid()) +
                                                    "-" + std::to_string(sequence++) + ".state"))
             .string();
+    // A state file left by an earlier run under the same pid must not leak its devices' state.
+    std::filesystem::remove(state_);
     ::setenv("GPUMEM_SIM_STATE", state_.c_str(), 1);
     ::setenv("GPUMEM_SIM_CONFIG", config.c_str(), 1);
     if (faults.empty()) {
