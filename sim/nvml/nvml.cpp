@@ -102,6 +102,12 @@ nvmlReturn_t pci_info(nvmlDevice_t device, nvmlPciInfo_t* pci, bool legacy_layou
   return NVML_SUCCESS;
 }
 
+// What a `_v3` record is in the simulated driver generation (24 bytes unless configured otherwise).
+unsigned v3_record_bytes() {
+  SharedState* state = ready_state();
+  return state != nullptr ? state->file().process_record_bytes : 24;
+}
+
 // The running-process protocol: too small a buffer answers INSUFFICIENT_SIZE with the count
 // needed. `stride` is the record size the caller's driver generation writes.
 nvmlReturn_t running_processes(nvmlDevice_t device, unsigned* count, void* infos, unsigned stride,
@@ -342,16 +348,12 @@ GPUMEM_SIM_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
 GPUMEM_SIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
                                                                        unsigned* count,
                                                                        void* infos) {
-  SharedState* state = ready_state();
-  return running_processes(device, count, infos, state ? state->file().process_record_bytes : 24,
-                           false);
+  return running_processes(device, count, infos, v3_record_bytes(), false);
 }
 GPUMEM_SIM_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device,
                                                                         unsigned* count,
                                                                         void* infos) {
-  SharedState* state = ready_state();
-  return running_processes(device, count, infos, state ? state->file().process_record_bytes : 24,
-                           true);
+  return running_processes(device, count, infos, v3_record_bytes(), true);
 }
 GPUMEM_SIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device,
                                                                        unsigned* count,

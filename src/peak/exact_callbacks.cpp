@@ -34,6 +34,11 @@ std::uint64_t stash(const Block& block) noexcept {
          (block.size & kStashSizeMask);
 }
 
+Block unstash(std::uint64_t stashed) noexcept {
+  return Block{stashed & kStashSizeMask, static_cast<int>((stashed >> kStashDeviceShift) & 0x3f),
+               (stashed & kStashManaged) != 0};
+}
+
 // The CUDA ordinal of the calling thread's context, cached per thread for the last context seen:
 // a thread allocates on the same context many times in a row.
 int event_device(const CUpti_CallbackData& call) noexcept {
@@ -91,9 +96,7 @@ void freeing(const CUpti_CallbackData& call, std::uint64_t address) {
   const std::uint64_t stashed = *call.correlationData;
   if ((stashed & kStashValid) == 0 || !succeeded(call)) return;
   traced_addresses().erase(address);
-  const Block block{stashed & kStashSizeMask,
-                    static_cast<int>((stashed >> kStashDeviceShift) & 0x3f),
-                    (stashed & kStashManaged) != 0};
+  const Block block = unstash(stashed);
   count(block, -static_cast<std::int64_t>(block.size));
 }
 
@@ -118,8 +121,7 @@ void vmm_releasing(const CUpti_CallbackData& call, CUmemGenericAllocationHandle 
   const std::uint64_t stashed = *call.correlationData;
   if ((stashed & kStashValid) == 0 || !succeeded(call)) return;
   traced_handles().erase(handle);
-  const Block block{stashed & kStashSizeMask,
-                    static_cast<int>((stashed >> kStashDeviceShift) & 0x3f), false};
+  const Block block = unstash(stashed);
   count(block, -static_cast<std::int64_t>(block.size));
 }
 

@@ -118,33 +118,35 @@ namespace {
   return used ? unsigned_b2mb(*used) : 0;
 }
 
-}  // namespace
-
 // The sampler's hot path: one indirect call into NVML. Everything else (the first read, a v1-only
 // NVML, errors) goes to the out-of-line path, so the fast one needs no saved registers.
-std::optional<std::uint64_t> gpu_mem_get_used_bytes_fast(const GpuHandle& handle) noexcept {
+[[gnu::always_inline]] inline bool read_used_v2(const GpuHandle& handle,
+                                                std::uint64_t& used) noexcept {
   const auto read = driver::g_working_memory_v2.load(std::memory_order_acquire);
-  if (read != nullptr && handle.valid()) [[likely]] {
-    abi::nvmlMemory_v2_t memory;
-    memory.version = abi::kNvmlMemory_v2;
-    if (read(static_cast<abi::nvmlDevice_t>(handle.native()), &memory) == abi::NVML_SUCCESS)
-        [[likely]] {
-      return memory.used;
-    }
-  }
+  if (read == nullptr || !handle.valid()) [[unlikely]]
+    return false;
+  abi::nvmlMemory_v2_t memory;
+  memory.version = abi::kNvmlMemory_v2;
+  if (read(static_cast<abi::nvmlDevice_t>(handle.native()), &memory) != abi::NVML_SUCCESS)
+      [[unlikely]]
+    return false;
+  used = memory.used;
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> gpu_mem_get_used_bytes_fast(const GpuHandle& handle) noexcept {
+  std::uint64_t used = 0;
+  if (read_used_v2(handle, used)) [[likely]]
+    return used;
   return used_bytes_slow(handle);
 }
 
 std::int64_t gpu_mem_get_used_fast(const GpuHandle& handle) noexcept {
-  const auto read = driver::g_working_memory_v2.load(std::memory_order_acquire);
-  if (read != nullptr && handle.valid()) [[likely]] {
-    abi::nvmlMemory_v2_t memory;
-    memory.version = abi::kNvmlMemory_v2;
-    if (read(static_cast<abi::nvmlDevice_t>(handle.native()), &memory) == abi::NVML_SUCCESS)
-        [[likely]] {
-      return unsigned_b2mb(memory.used);
-    }
-  }
+  std::uint64_t used = 0;
+  if (read_used_v2(handle, used)) [[likely]]
+    return unsigned_b2mb(used);
   return used_mb_slow(handle);
 }
 
