@@ -86,7 +86,7 @@ bool well_formed_xml(const std::string& text, std::string& why) {
 
 TEST(RunOutput, TimelineHasEverySeriesAndTheExactSpike) {
   SimGpu gpu;
-  const Outputs run = run_with_outputs("alloc a 100MiB; sleep 100ms; spike 50MiB 1ms; free a");
+  const Outputs run = run_with_outputs("alloc a 100MiB; sleep 300ms; spike 50MiB 1ms; free a");
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   const std::vector<CsvRow> rows = parse_timeline(run.csv);
   ASSERT_FALSE(rows.empty());

@@ -88,12 +88,14 @@ TEST(Run, SampledModeSumsThePerProcessUsageOfTheTree) {
 TEST(Run, SampledModeKeepsCountingAnOrphanedGrandchild) {
   SimGpu gpu;
   // The subshell exits at once, so the workload is reparented (to gpumem, a subreaper) while
-  // the command still runs.
-  const std::string json = temporary_folder() + "/summary.json";
+  // the command still runs; the command waits until the workload holds its memory.
+  const std::string folder = temporary_folder();
+  const std::string json = folder + "/summary.json", ready = folder + "/ready";
   const CommandResult result = run_command(
       {gpumem_binary(), "run", "--mode", "sampled", "--interval", "0.005", "--json", json, "--",
        "sh", "-c",
-       "( '" + sim_tool() + "' workload 'alloc a 10MiB; print ready; sleep 300ms' & ); sleep 1"});
+       "( '" + sim_tool() + "' workload 'alloc a 10MiB; print ready; sleep 300ms' > '" + ready +
+           "' & ); until [ -s '" + ready + "' ]; do sleep 0.01; done; sleep 0.5"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto summary = nlohmann::json::parse(read_file(json));
   EXPECT_EQ(summary["devices"][0]["peak_bytes"], 10 * MiB) << summary.dump(2);

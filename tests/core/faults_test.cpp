@@ -157,6 +157,8 @@ TEST(LostDevice, MidRunAndBack) {
   EXPECT_EQ(gpu_mem_get(0).total, kH200Total);
   EXPECT_EQ(gpu_mem_get_used_fast(h200), 0);
   EXPECT_EQ(gpu_with_max_free_mem(), (MaxFreeMemory{0, kH200Total - kH200Reserved}));
+  DeviceAllocation block = device_allocate(3 * MiB, 0);
+  EXPECT_EQ(gpu_mem_get_used_fast(h200), 3);  // the handle reads the device again
   const auto messages = diagnostics();
   EXPECT_EQ(std::count(messages.begin(), messages.end(), "GPU 0 lost (NVML_ERROR_GPU_IS_LOST)"), 1);
 }
@@ -185,6 +187,10 @@ TEST(BadEnvironment, GarbageVisibleDevicesNeverCrashes) {
   }
   ::setenv("CUDA_VISIBLE_DEVICES", " , 1", 1);
   EXPECT_EQ(device_count(), 0);
+  // Garbage ends the list, as in CUDA: what came before it is still seen.
+  ::setenv("CUDA_VISIBLE_DEVICES", "1,\x01", 1);
+  EXPECT_EQ(device_count(), 1);
+  EXPECT_EQ(gpu_mem_get(0).total, kA100Total);
   ::unsetenv("CUDA_VISIBLE_DEVICES");
 }
 

@@ -37,9 +37,13 @@ def compare_torch(run_json, torch_line):
     print(f"gpumem run mode={run['mode']} peak={exact} B; torch max_memory_reserved={reserved} B "
           f"(difference {exact - reserved} B); torch profiler events={torch_stats['profiler_events']}; "
           f"fallback={run.get('fallback_reason')}")
-    ok = run["mode"] != "exact" or exact == reserved
-    print(f"{'PASS' if ok else 'FAIL'} exact peak equals max_memory_reserved" if run["mode"] == "exact"
-          else "INFO sampled mode: no byte equality expected")
+    if run["mode"] == "exact":
+        ok = exact == reserved
+        print(f"{'PASS' if ok else 'FAIL'} exact peak equals max_memory_reserved")
+    else:
+        # Sampled: the process's usage also holds its CUDA context (some hundreds of MiB).
+        ok = reserved <= exact <= reserved + 2 * 1024**3
+        print(f"{'PASS' if ok else 'FAIL'} sampled peak is max_memory_reserved plus at most 2 GiB")
     return 0 if ok else 1
 
 

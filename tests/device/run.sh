@@ -61,9 +61,10 @@ run python3 tests/device/compare.py torch "$WORK/torch.json" "$WORK/torch.out"
 step "PyTorch with torch.profiler active"
 run $G run --json "$WORK/prof.json" -- python3 tests/device/torch_workload.py --profiler >"$WORK/prof.out"
 cat "$WORK/prof.out"
+# Informational: which of gpumem and the profiler gets CUPTI is what this step records.
 python3 tests/device/compare.py torch "$WORK/prof.json" "$WORK/prof.out"
 run $G run --mode sampled --json "$WORK/prof-sampled.json" -- python3 tests/device/torch_workload.py --profiler >"$WORK/prof-sampled.out"
-python3 tests/device/compare.py torch "$WORK/prof-sampled.json" "$WORK/prof-sampled.out"
+run python3 tests/device/compare.py torch "$WORK/prof-sampled.json" "$WORK/prof-sampled.out"
 
 step "result"
 echo "$failures failed"

@@ -150,17 +150,6 @@ class Sim:
             )
         return result
 
-    def tool(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        """Runs gpumem-sim against this GPU."""
-        return subprocess.run(
-            [str(SIM_DIR / "gpumem-sim"), *args],
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=check,
-        )
-
 
 @pytest.fixture
 def sim(tmp_path) -> Sim:

@@ -270,8 +270,6 @@ def test_cuda_visible_devices_maps_allocations_to_the_physical_gpu(sim):
     """, CUDA_VISIBLE_DEVICES="1")
     assert result["zero"] == [A100_IDLE[0], A100_IDLE[1] - 123, 123]
     assert result["name"] == "NVIDIA A100-SXM4-40GB"
-    shown = sim.tool("show").stdout
-    assert "A100" in shown
 
 
 def test_cuda_device_order_pci_bus_id(sim):

@@ -78,7 +78,7 @@ TEST_F(Exporter, ServesTheSimulatedDevices) {
 TEST_F(Exporter, ShowsProcessesAndTheirSpikes) {
   auto exporter = start();
   std::string workload = testing::sim_path("gpumem-sim") +
-                         " workload 'device 0; alloc a 1GiB; spike 2GiB 50ms; sleep 30s' &"
+                         " workload 'device 0; alloc a 1GiB; spike 2GiB 300ms; sleep 30s' &"
                          " echo $! > " +
                          (spool_.string() + ".pid");
   ASSERT_EQ(std::system(workload.c_str()), 0);

@@ -393,7 +393,7 @@ TEST(simCuda, KilledProcessIsReclaimed) {
   EXPECT_EQ(nvml_used(0), 123 * MiB);
   ASSERT_EQ(::kill(child, SIGKILL), 0);
   // Not reaped yet: a zombie holds no GPU memory.
-  for (int i = 0; i < 200 && !nvml_pids(0).empty(); ++i)
+  for (int i = 0; i < 2000 && !nvml_pids(0).empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_TRUE(nvml_pids(0).empty());
   EXPECT_EQ(nvml_used(0), 0u);
