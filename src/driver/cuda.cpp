@@ -20,23 +20,15 @@ Cuda load_cuda() {
   }
   const SharedLibrary& lib = *library;
   api.init = lib.function<PFN_cuInit>("cuInit");
-  api.driverGetVersion = lib.function<PFN_cuDriverGetVersion>("cuDriverGetVersion");
-  api.getErrorString = lib.function<PFN_cuGetErrorString>("cuGetErrorString");
   api.deviceGetCount = lib.function<PFN_cuDeviceGetCount>("cuDeviceGetCount");
   api.deviceGet = lib.function<PFN_cuDeviceGet>("cuDeviceGet");
-  api.deviceGetName = lib.function<PFN_cuDeviceGetName>("cuDeviceGetName");
   api.deviceGetUuid = lib.function<PFN_cuDeviceGetUuid>({"cuDeviceGetUuid_v2", "cuDeviceGetUuid"});
   api.deviceGetPCIBusId = lib.function<PFN_cuDeviceGetPCIBusId>("cuDeviceGetPCIBusId");
   api.devicePrimaryCtxRetain =
       lib.function<PFN_cuDevicePrimaryCtxRetain>("cuDevicePrimaryCtxRetain");
-  api.devicePrimaryCtxRelease = lib.function<PFN_cuDevicePrimaryCtxRelease>(
-      {"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"});
-  api.devicePrimaryCtxGetState =
-      lib.function<PFN_cuDevicePrimaryCtxGetState>("cuDevicePrimaryCtxGetState");
   api.ctxSetCurrent = lib.function<PFN_cuCtxSetCurrent>("cuCtxSetCurrent");
   api.ctxGetCurrent = lib.function<PFN_cuCtxGetCurrent>("cuCtxGetCurrent");
   api.ctxGetDevice = lib.function<PFN_cuCtxGetDevice>("cuCtxGetDevice");
-  api.memGetInfo = lib.function<PFN_cuMemGetInfo>({"cuMemGetInfo_v2", "cuMemGetInfo"});
   api.memAlloc = lib.function<PFN_cuMemAlloc>({"cuMemAlloc_v2", "cuMemAlloc"});
   api.memFree = lib.function<PFN_cuMemFree>({"cuMemFree_v2", "cuMemFree"});
   api.memGetAddressRange =
@@ -90,18 +82,6 @@ abi::CUresult cuda_init() noexcept {
 std::string cuda_error_name(abi::CUresult code) {
   if (const char* name = abi::cuda_result_name(code)) return name;
   return "CUDA_ERROR_" + std::to_string(code);
-}
-
-std::string cuda_error_text(abi::CUresult code) {
-  std::string text = cuda_error_name(code);
-  const Cuda& api = cuda();
-  const char* description = nullptr;
-  if (api.getErrorString != nullptr && api.getErrorString(code, &description) == CUDA_SUCCESS &&
-      description != nullptr && *description) {
-    text += ": ";
-    text += description;
-  }
-  return text;
 }
 
 }  // namespace gpumem::driver

@@ -14,20 +14,14 @@ struct Cuda {
   bool loaded = false;
   std::string why;  // when not loaded
   abi::PFN_cuInit init = nullptr;
-  abi::PFN_cuDriverGetVersion driverGetVersion = nullptr;
-  abi::PFN_cuGetErrorString getErrorString = nullptr;
   abi::PFN_cuDeviceGetCount deviceGetCount = nullptr;
   abi::PFN_cuDeviceGet deviceGet = nullptr;
-  abi::PFN_cuDeviceGetName deviceGetName = nullptr;
   abi::PFN_cuDeviceGetUuid deviceGetUuid = nullptr;  // _v2, else v1
   abi::PFN_cuDeviceGetPCIBusId deviceGetPCIBusId = nullptr;
   abi::PFN_cuDevicePrimaryCtxRetain devicePrimaryCtxRetain = nullptr;
-  abi::PFN_cuDevicePrimaryCtxRelease devicePrimaryCtxRelease = nullptr;  // _v2
-  abi::PFN_cuDevicePrimaryCtxGetState devicePrimaryCtxGetState = nullptr;
   abi::PFN_cuCtxSetCurrent ctxSetCurrent = nullptr;
   abi::PFN_cuCtxGetCurrent ctxGetCurrent = nullptr;
   abi::PFN_cuCtxGetDevice ctxGetDevice = nullptr;
-  abi::PFN_cuMemGetInfo memGetInfo = nullptr;                  // _v2
   abi::PFN_cuMemAlloc memAlloc = nullptr;                      // _v2
   abi::PFN_cuMemFree memFree = nullptr;                        // _v2
   abi::PFN_cuMemGetAddressRange memGetAddressRange = nullptr;  // _v2
@@ -52,7 +46,6 @@ inline bool cuda_initialized() noexcept {
 // cuInit(0) once, for the calls that need CUDA work; CUDA_SUCCESS or the driver's error.
 abi::CUresult cuda_init() noexcept;
 
-std::string cuda_error_text(abi::CUresult code);
 // "CUDA_ERROR_NO_DEVICE": the code's name alone (works without a loaded driver).
 std::string cuda_error_name(abi::CUresult code);
 

@@ -18,7 +18,6 @@ Cupti load() {
   cupti.subscribe = library.function<abi::PFN_cuptiSubscribe>("cuptiSubscribe");
   cupti.unsubscribe = library.function<abi::PFN_cuptiUnsubscribe>("cuptiUnsubscribe");
   cupti.enableCallback = library.function<abi::PFN_cuptiEnableCallback>("cuptiEnableCallback");
-  cupti.enableDomain = library.function<abi::PFN_cuptiEnableDomain>("cuptiEnableDomain");
   cupti.getResultString = library.function<abi::PFN_cuptiGetResultString>("cuptiGetResultString");
   if (cupti.subscribe == nullptr || cupti.unsubscribe == nullptr ||
       cupti.enableCallback == nullptr) {

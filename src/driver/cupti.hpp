@@ -14,7 +14,6 @@ struct Cupti {
   abi::PFN_cuptiSubscribe subscribe = nullptr;
   abi::PFN_cuptiUnsubscribe unsubscribe = nullptr;
   abi::PFN_cuptiEnableCallback enableCallback = nullptr;
-  abi::PFN_cuptiEnableDomain enableDomain = nullptr;
   abi::PFN_cuptiGetResultString getResultString = nullptr;
 };
 

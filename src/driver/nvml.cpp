@@ -42,7 +42,6 @@ Nvml load_nvml() {
     return api;
   }
 
-  api.errorString = lib.function<PFN_nvmlErrorString>("nvmlErrorString");
   api.systemGetDriverVersion =
       lib.function<PFN_nvmlSystemGetDriverVersion>("nvmlSystemGetDriverVersion");
   api.deviceGetCount =
@@ -119,9 +118,10 @@ nvmlReturn_t read_v1(const Nvml& api, nvmlDevice_t device, MemoryReading& readin
   return rc;
 }
 
-bool v2_refused(nvmlReturn_t rc) {
-  return rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH ||
-         rc == NVML_ERROR_NOT_SUPPORTED;
+// The driver lacks this entry point or this version of it (as opposed to a device error).
+bool api_missing(nvmlReturn_t rc) {
+  return rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_NOT_SUPPORTED ||
+         rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
 }
 
 // The first reads, and any read after the remembered version stopped answering.
@@ -134,7 +134,7 @@ nvmlReturn_t negotiate_memory_info(const Nvml& api, nvmlDevice_t device,
       remember_memory_api(api, kMemoryV2);
       return rc;
     }
-    if (!v2_refused(rc)) return rc;  // a device error (lost, …), not a version problem
+    if (!api_missing(rc)) return rc;  // a device error (lost, …), not a version problem
   }
   if (api.deviceGetMemoryInfo != nullptr) {
     const nvmlReturn_t v1 = read_v1(api, device, reading);
@@ -155,11 +155,6 @@ void add_record(std::vector<ProcessRecord>& out, unsigned pid, unsigned long lon
     return;
   }
   out.push_back({pid, used});
-}
-
-bool api_missing(nvmlReturn_t rc) {
-  return rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_NOT_SUPPORTED ||
-         rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
 }
 
 nvmlReturn_t detail_list_mode(PFN_nvmlDeviceGetRunningProcessDetailList list_fn,
@@ -325,25 +320,13 @@ std::string nvml_error_name(abi::nvmlReturn_t code) {
   return "NVML_ERROR_" + std::to_string(code);
 }
 
-std::string nvml_error_text(abi::nvmlReturn_t code) {
-  std::string text = nvml_error_name(code);
-  const Nvml& api = nvml();
-  if (api.errorString != nullptr) {
-    if (const char* description = api.errorString(code); description != nullptr && *description) {
-      text += ": ";
-      text += description;
-    }
-  }
-  return text;
-}
-
 abi::nvmlReturn_t memory_info(abi::nvmlDevice_t device, MemoryReading& reading) noexcept {
   const Nvml& api = nvml();
   if (!api.ready) return NVML_ERROR_UNINITIALIZED;
   switch (g_memory_api.load(std::memory_order_relaxed)) {
     case kMemoryV2: {
       const nvmlReturn_t rc = read_v2(api, device, reading);
-      if (!v2_refused(rc)) return rc;
+      if (!api_missing(rc)) return rc;
       break;
     }
     case kMemoryV1: {
@@ -355,15 +338,6 @@ abi::nvmlReturn_t memory_info(abi::nvmlDevice_t device, MemoryReading& reading) 
       break;
   }
   return negotiate_memory_info(api, device, reading);
-}
-
-// Where the fast path in nvml.hpp did not answer: before the first read, on an NVML with v1
-// memory info only, and on errors (which are returned as they are).
-abi::nvmlReturn_t used_memory_slow(abi::nvmlDevice_t device, unsigned long long& used) noexcept {
-  MemoryReading reading;
-  const nvmlReturn_t rc = memory_info(device, reading);
-  if (rc == NVML_SUCCESS) used = reading.used;
-  return rc;
 }
 
 abi::nvmlReturn_t detail_list_processes(abi::nvmlDevice_t device,

@@ -14,7 +14,6 @@ namespace gpumem::driver {
 struct Nvml {
   bool ready = false;  // loaded, required symbols resolved, and initialised
   std::string why;     // when not ready: "NVML not found", "driver/library version mismatch", …
-  abi::PFN_nvmlErrorString errorString = nullptr;
   abi::PFN_nvmlSystemGetDriverVersion systemGetDriverVersion = nullptr;
   abi::PFN_nvmlDeviceGetCount deviceGetCount = nullptr;                  // _v2, else v1
   abi::PFN_nvmlDeviceGetHandleByIndex deviceGetHandleByIndex = nullptr;  // _v2, else v1
@@ -35,8 +34,6 @@ struct Nvml {
 // Loads and initialises once; the same object afterwards.
 const Nvml& nvml() noexcept;
 
-// "NVML_ERROR_GPU_IS_LOST: GPU is lost" style text for a return code.
-std::string nvml_error_text(abi::nvmlReturn_t code);
 // "NVML_ERROR_GPU_IS_LOST": the code's name alone (works without a loaded NVML).
 std::string nvml_error_name(abi::nvmlReturn_t code);
 
@@ -54,20 +51,6 @@ abi::nvmlReturn_t memory_info(abi::nvmlDevice_t device, MemoryReading& reading) 
 
 // Set once _v2 memory info is known to work: samplers then read with exactly one indirect call.
 extern std::atomic<abi::PFN_nvmlDeviceGetMemoryInfo_v2> g_working_memory_v2;
-abi::nvmlReturn_t used_memory_slow(abi::nvmlDevice_t device, unsigned long long& used) noexcept;
-
-inline abi::nvmlReturn_t used_memory(abi::nvmlDevice_t device, unsigned long long& used) noexcept {
-  if (const auto read = g_working_memory_v2.load(std::memory_order_acquire)) [[likely]] {
-    abi::nvmlMemory_v2_t memory;
-    memory.version = abi::kNvmlMemory_v2;
-    const abi::nvmlReturn_t rc = read(device, &memory);
-    if (rc == abi::NVML_SUCCESS) [[likely]] {
-      used = memory.used;
-      return rc;
-    }
-  }
-  return used_memory_slow(device, used);
-}
 
 // One process's memory on a device; used_bytes is NVML_VALUE_NOT_AVAILABLE where the driver
 // cannot tell.

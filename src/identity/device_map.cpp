@@ -32,11 +32,6 @@ std::vector<std::unique_ptr<DeviceMap>>& snapshots() {
   return *all;
 }
 
-bool still_valid(const DeviceMap& map) {
-  if (map.from_cuda) return true;  // CUDA read the variables at cuInit; they cannot change it now
-  return map.environment.unchanged() && driver::cuda_initialized() == map.cuda_seen;
-}
-
 // "0000:19:00.0" (CUDA) and "00000000:19:00.0" (NVML) name the same board.
 std::optional<std::array<unsigned long, 4>> parse_bus_id(const char* text) {
   std::array<unsigned long, 4> parts{};
@@ -179,11 +174,26 @@ bool map_from_cuda(const driver::Nvml& nvml, DeviceMap& map) {
   return true;
 }
 
+constexpr const char* kVisibleDevices = "CUDA_VISIBLE_DEVICES";
+constexpr const char* kDeviceOrder = "CUDA_DEVICE_ORDER";
+
+bool same_text(const char* a, const char* b) {
+  return a == nullptr || b == nullptr ? a == b : std::strcmp(a, b) == 0;
+}
+
+// The fast check failed, but what the map was built from is as it was: something else in the
+// environment moved (a new variable, the last one rewritten).
+bool same_inputs(const DeviceMap& map) {
+  return !map.from_cuda && driver::cuda_initialized() == map.cuda_seen &&
+         same_text(map.environment.value(0), std::getenv(kVisibleDevices)) &&
+         same_text(map.environment.value(1), std::getenv(kDeviceOrder));
+}
+
 std::unique_ptr<DeviceMap> build_map() {
   auto map = std::make_unique<DeviceMap>();
   // Only CUDA_VISIBLE_DEVICES is read here (the base order is the PCI order either way), but a
   // change of CUDA_DEVICE_ORDER is a change of what CUDA would enumerate, so both are watched.
-  map->environment = EnvSnapshot::capture({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"});
+  map->environment = EnvSnapshot::capture({kVisibleDevices, kDeviceOrder});
   map->cuda_seen = driver::cuda_initialized();
   const driver::Nvml& nvml = driver::nvml();
   if (!nvml.ready) return map;
@@ -191,7 +201,6 @@ std::unique_ptr<DeviceMap> build_map() {
     map->from_cuda = true;
     return map;
   }
-  map->devices.clear();
   map_from_environment(nvml, *map);
   return map;
 }
@@ -216,6 +225,9 @@ const DeviceMap& rebuilt_device_map() noexcept {
   std::lock_guard lock(build_mutex());
   const DeviceMap* current = g_current_map.load(std::memory_order_acquire);
   if (current != nullptr && still_valid(*current)) return *current;
+  // Snapshots are never freed: a program that edits its environment in a loop must not pile
+  // them up. Its queries take this path (two getenv) until a watched variable really changes.
+  if (current != nullptr && same_inputs(*current)) return *current;
   try {
     snapshots().push_back(build_map());
     current = snapshots().back().get();

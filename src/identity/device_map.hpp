@@ -36,24 +36,24 @@ struct DeviceMap {
 // Inline: every query starts here, and the check must cost next to nothing.
 extern std::atomic<const DeviceMap*> g_current_map;
 const DeviceMap& rebuilt_device_map() noexcept;
+inline bool still_valid(const DeviceMap& map) noexcept {
+  if (map.from_cuda) return true;  // CUDA read the variables at cuInit; they cannot change it now
+  return map.environment.unchanged() && driver::cuda_initialized() == map.cuda_seen;
+}
 inline const DeviceMap& device_map() noexcept {
   const DeviceMap* map = g_current_map.load(std::memory_order_acquire);
-  if (map != nullptr && (map->from_cuda || (map->environment.unchanged() &&
-                                            driver::cuda_initialized() == map->cuda_seen)))
-      [[likely]] {
+  if (map != nullptr && still_valid(*map)) [[likely]] {
     return *map;
   }
   return rebuilt_device_map();
 }
 
-// The device for a CUDA ordinal, gpumem::current_device meaning the calling thread's; nullptr
-// for an id that names no visible device.
-inline const MappedDevice* find_device(int id) noexcept;
-
 // The calling thread's current CUDA ordinal: the device of its current context, 0 when CUDA is
 // unused or no context is current.
 int current_ordinal() noexcept;
 
+// The device for a CUDA ordinal, gpumem::current_device meaning the calling thread's; nullptr
+// for an id that names no visible device.
 inline const MappedDevice* find_device(int id) noexcept {
   const DeviceMap& map = device_map();
   // Without CUDA in the process (the map just confirmed it) no context can be current.

@@ -1,46 +1,16 @@
 #include "gpumem/allocate.hpp"
 
-#include <mutex>
 #include <utility>
-#include <vector>
 
 #include "driver/cuda.hpp"
 #include "gpumem/memory.hpp"
 #include "identity/device_map.hpp"
 #include "query/device_errors.hpp"
+#include "query/primary_context.hpp"
 
 namespace gpumem {
 
-namespace {
-
 using namespace abi;
-
-// Each device's primary context, retained once and kept: allocations come and go, and dropping
-// the context with the last one would make the next allocation pay its creation again.
-CUresult primary_context(int ordinal, CUcontext& context) noexcept {
-  static auto* mutex = new std::mutex;
-  static auto* retained = new std::vector<std::pair<int, CUcontext>>;
-  std::lock_guard lock(*mutex);
-  for (const auto& [device_ordinal, ctx] : *retained) {
-    if (device_ordinal == ordinal) {
-      context = ctx;
-      return CUDA_SUCCESS;
-    }
-  }
-  const driver::Cuda& cuda = driver::cuda();
-  CUdevice device = 0;
-  CUresult rc = cuda.deviceGet(&device, ordinal);
-  if (rc == CUDA_SUCCESS) rc = cuda.devicePrimaryCtxRetain(&context, device);
-  if (rc != CUDA_SUCCESS) return rc;
-  try {
-    retained->emplace_back(ordinal, context);
-  } catch (...) {
-    // Unrecorded, the context is retained again next time: a reference count, nothing worse.
-  }
-  return CUDA_SUCCESS;
-}
-
-}  // namespace
 
 DeviceAllocation device_allocate(std::size_t bytes, int id) noexcept {
   if (driver::cuda_init() != CUDA_SUCCESS) return {};
@@ -53,7 +23,7 @@ DeviceAllocation device_allocate(std::size_t bytes, int id) noexcept {
   int count = 0;
   if (ordinal < 0 || cuda.deviceGetCount(&count) != CUDA_SUCCESS || ordinal >= count) return {};
   CUcontext context = nullptr;
-  CUresult rc = primary_context(ordinal, context);
+  CUresult rc = detail::primary_context(ordinal, context);
   if (rc == CUDA_SUCCESS) rc = cuda.ctxSetCurrent(context);
   CUdeviceptr address = 0;
   if (rc == CUDA_SUCCESS) rc = cuda.memAlloc(&address, bytes);
@@ -91,8 +61,8 @@ void DeviceAllocation::reset() noexcept {
     CUcontext previous = nullptr;
     cuda.ctxGetCurrent(&previous);
     CUcontext owner = nullptr;
-    const bool switched = primary_context(device_, owner) == CUDA_SUCCESS && owner != previous &&
-                          cuda.ctxSetCurrent(owner) == CUDA_SUCCESS;
+    const bool switched = detail::primary_context(device_, owner) == CUDA_SUCCESS &&
+                          owner != previous && cuda.ctxSetCurrent(owner) == CUDA_SUCCESS;
     const CUresult rc = cuda.memFree(address_);
     if (rc != CUDA_SUCCESS) detail::note_cuda_failure(device_, "cuMemFree", rc);
     if (switched) cuda.ctxSetCurrent(previous);

@@ -5,6 +5,7 @@
 #include "gpumem/cache.hpp"
 #include "identity/device_map.hpp"
 #include "query/device_errors.hpp"
+#include "query/primary_context.hpp"
 
 namespace gpumem {
 
@@ -101,16 +102,18 @@ GpuHandle gpu_handle(int id) noexcept {
 
 namespace {
 
+// Where the fast path below did not answer: before the first read, on an NVML with v1 memory
+// info only, and on errors.
 [[gnu::noinline]] std::optional<std::uint64_t> used_bytes_slow(const GpuHandle& handle) noexcept {
   if (!handle.valid()) return std::nullopt;
-  unsigned long long used = 0;
+  driver::MemoryReading reading;
   const abi::nvmlReturn_t rc =
-      driver::used_memory(static_cast<abi::nvmlDevice_t>(handle.native()), used);
+      driver::memory_info(static_cast<abi::nvmlDevice_t>(handle.native()), reading);
   if (rc != abi::NVML_SUCCESS) {
     detail::note_nvml_failure(handle.ordinal(), "memory info", rc);
     return std::nullopt;
   }
-  return used;
+  return reading.used;
 }
 
 [[gnu::noinline]] std::int64_t used_mb_slow(const GpuHandle& handle) noexcept {
@@ -169,10 +172,8 @@ bool preload() noexcept {
   abi::CUcontext context = nullptr;
   if (cuda.ctxGetCurrent(&context) == abi::CUDA_SUCCESS && context != nullptr) return true;
   const int ordinal = identity::current_ordinal();
-  abi::CUdevice device = 0;
-  abi::CUresult rc = cuda.deviceGet(&device, ordinal);
-  if (rc == abi::CUDA_SUCCESS) rc = cuda.devicePrimaryCtxRetain(&context, device);
   // The retained context is kept for the life of the process, as a CUDA program's would be.
+  abi::CUresult rc = detail::primary_context(ordinal, context);
   if (rc == abi::CUDA_SUCCESS) rc = cuda.ctxSetCurrent(context);
   if (rc != abi::CUDA_SUCCESS) {
     detail::note_cuda_failure(ordinal, "creating the CUDA context", rc);

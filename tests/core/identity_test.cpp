@@ -7,6 +7,7 @@
 #include "core_configs.hpp"
 #include "driver/cuda.hpp"
 #include "gpumem/gpumem.hpp"
+#include "identity/device_map.hpp"
 
 namespace gpumem {
 namespace {
@@ -158,6 +159,23 @@ TEST(Refresh, HandleStaysValidAcrossRefreshes) {
   EXPECT_EQ(gpu_mem_get_used_bytes_fast(handle), std::optional<std::uint64_t>{0});
   EXPECT_EQ(gpu_mem_get(0).used, 8);
   ::unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+TEST(Refresh, UnrelatedEnvironmentChangesKeepTheMap) {
+  SimGpu sim;
+  EXPECT_EQ(gpu_mem_get(0).total, kH200Total);
+  const identity::DeviceMap* before = &identity::device_map();
+  for (int i = 0; i < 20; ++i) {
+    // A new variable each time, then the last one rewritten: both fail the fast check.
+    ::setenv(("GPUMEM_TEST_UNRELATED_" + std::to_string(i)).c_str(), "1", 1);
+    ::setenv(("GPUMEM_TEST_UNRELATED_" + std::to_string(i)).c_str(), "2", 1);
+    EXPECT_EQ(gpu_mem_get(0).total, kH200Total);
+    EXPECT_EQ(&identity::device_map(), before);
+  }
+  ::setenv("CUDA_VISIBLE_DEVICES", "1", 1);  // a real change still rebuilds
+  EXPECT_EQ(gpu_mem_get(0).total, kA100Total);
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  for (int i = 0; i < 20; ++i) ::unsetenv(("GPUMEM_TEST_UNRELATED_" + std::to_string(i)).c_str());
 }
 
 TEST(CurrentDevice, ZeroWhenCudaUnused) {
