@@ -1,5 +1,6 @@
 #include "publish/spool_files.hpp"
 
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 
@@ -27,6 +28,14 @@ bool is_spool_record_name(std::string_view name) {
 
 bool is_spool_temporary_name(std::string_view name) {
   return !name.empty() && name.front() == '.' && name.ends_with(".tmp");
+}
+
+std::optional<unsigned> spool_temporary_writer(std::string_view name) {
+  if (!is_spool_temporary_name(name) || name.size() < 2) return std::nullopt;
+  unsigned pid = 0;
+  const auto [end, status] = std::from_chars(name.data() + 1, name.data() + name.size(), pid);
+  if (status != std::errc{} || *end != '-') return std::nullopt;
+  return pid;
 }
 
 }  // namespace gpumem::detail

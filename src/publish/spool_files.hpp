@@ -1,6 +1,7 @@
 // Names of the files in a spool directory, shared by the writer and the reader.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -12,5 +13,7 @@ std::string spool_file_name(unsigned pid, std::string_view scope);
 std::string spool_temporary_name(unsigned pid, unsigned sequence);
 bool is_spool_record_name(std::string_view name);
 bool is_spool_temporary_name(std::string_view name);
+// The pid of the process writing a temporary file, from its name; nullopt for any other name.
+std::optional<unsigned> spool_temporary_writer(std::string_view name);
 
 }  // namespace gpumem::detail

@@ -34,6 +34,18 @@ TEST(RunProcess, CommandOutputAndArgumentsPassThroughUntouched) {
   EXPECT_EQ(result.out, "-a|--json|b c|");
 }
 
+TEST(RunProcess, OnlyTheSeparatorBeforeTheCommandIsGpumems) {
+  SimGpu gpu;
+  const std::string json = temporary_folder() + "/summary.json";
+  CommandResult result = run_command(
+      {gpumem_binary(), "run", "--json", json, "-i", "0.005", "--", "printf", "%s|", "--", "x"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "--|x|");
+  result = run_command({gpumem_binary(), "run", "--mode=sampled", "printf", "%s|", "--", "x"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "--|x|");
+}
+
 TEST(RunProcess, ACommandKilledByASignalGives128PlusItsNumber) {
   SimGpu gpu;
   const std::string json = temporary_folder() + "/summary.json";

@@ -25,14 +25,14 @@ void forward(int signal, siginfo_t* info, void*) {
   if (child > 0) ::kill(child, signal);
 }
 
+}  // namespace
+
 sigset_t forwarded_set() {
   sigset_t set;
   sigemptyset(&set);
   for (int signal : kForwarded) sigaddset(&set, signal);
   return set;
 }
-
-}  // namespace
 
 std::string signal_name(int signal) {
   const char* abbreviation = ::sigabbrev_np(signal);

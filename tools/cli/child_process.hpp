@@ -3,6 +3,8 @@
 // gpumem itself forwarded to it, and its status reported the shell's way.
 #pragma once
 
+#include <signal.h>
+
 #include <string>
 #include <vector>
 
@@ -35,5 +37,8 @@ class ChildProcess {
 
 // "SIGTERM" for 15.
 std::string signal_name(int signal);
+
+// The signals passed on to the command (SIGINT, SIGTERM, SIGHUP, SIGQUIT).
+sigset_t forwarded_set();
 
 }  // namespace gpumem::cli

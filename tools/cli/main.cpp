@@ -8,6 +8,33 @@
 #include "commands.hpp"
 #include "gpumem/version.hpp"
 
+namespace {
+
+// `run` takes its command after "--", which CLI11 refuses alongside a prefix command, so the
+// separator is dropped here; but only where it ends run's own options: a "--" after the
+// command's first word is the command's own (`gpumem run git diff -- file`).
+void drop_run_separator(const CLI::App& run, std::vector<std::string>& arguments) {
+  // The global options are all flags: the first word that is no option names the subcommand.
+  auto word = std::find_if(arguments.begin(), arguments.end(),
+                           [](const std::string& text) { return text.rfind('-', 0) != 0; });
+  if (word == arguments.end() || *word != "run") return;
+  for (auto at = word + 1; at != arguments.end(); ++at) {
+    if (*at == "--") {
+      arguments.erase(at);
+      return;
+    }
+    if (at->size() < 2 || at->front() != '-') return;  // the command's first word
+    const bool value_attached =
+        at->find('=') != std::string::npos || (at->size() > 2 && (*at)[1] != '-');
+    const CLI::Option* option = run.get_option_no_throw(*at);
+    if (!value_attached && option != nullptr && option->get_type_size() != 0) {
+      if (++at == arguments.end()) return;  // the value is missing: CLI11 says so
+    }
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   int exit_code = 0;
   CLI::App app{"gpumem: how much GPU memory programs use, and how high it peaks", "gpumem"};
@@ -17,13 +44,8 @@ int main(int argc, char** argv) {
   gpumem::cli::add_watch_command(app, exit_code);
   gpumem::cli::add_run_command(app, exit_code);
   gpumem::cli::add_serve_command(app, exit_code);
-  // `run` takes its command after "--"; CLI11 would refuse the separator with a prefix command,
-  // so it is dropped here: everything from the command's name on is passed through anyway.
   std::vector<std::string> arguments(argv + 1, argv + argc);
-  if (auto separator = std::find(arguments.begin(), arguments.end(), "--");
-      separator != arguments.end()) {
-    arguments.erase(separator);
-  }
+  drop_run_separator(*app.get_subcommand("run"), arguments);
   std::reverse(arguments.begin(), arguments.end());  // CLI11 takes them last first
   try {
     app.parse(arguments);

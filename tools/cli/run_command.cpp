@@ -62,11 +62,7 @@ class CountersFile {
     path_ = name.data();
     counters_ = run::map_run_counters(path_, /*create=*/true, error);
     if (counters_ == nullptr) return false;
-    std::strncpy(counters_->visible_devices, env_or_empty("CUDA_VISIBLE_DEVICES").c_str(),
-                 sizeof counters_->visible_devices - 1);
-    std::strncpy(counters_->device_order, env_or_empty("CUDA_DEVICE_ORDER").c_str(),
-                 sizeof counters_->device_order - 1);
-    return true;
+    return run::record_device_view(*counters_, error);
   }
   ~CountersFile() {
     run::unmap_run_counters(counters_);

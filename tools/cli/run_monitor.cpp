@@ -6,17 +6,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <ctime>
 
+#include "child_process.hpp"
 #include "snapshot.hpp"
 
 namespace gpumem::cli {
 
-std::int64_t monotonic_ns() {
-  timespec now{};
-  ::clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
-}
+using run::monotonic_ns;
 
 const char* to_string(Series series) {
   switch (series) {
@@ -58,7 +54,6 @@ void RunMonitor::baseline() {
     track.device_start = used ? static_cast<std::int64_t>(*used) : 0;
     track.device_peak = track.device_end = track.device_start;
   }
-  start_ns_ = monotonic_ns();
 }
 
 double RunMonitor::now_s() const {
@@ -73,9 +68,8 @@ void RunMonitor::start(int root, double interval_s) {
   start_ns_ = monotonic_ns();
   tree_ = std::make_unique<ProcessTree>(root, static_cast<int>(::getpid()));
   // The forwarded signals must reach the thread that waits for the command, not this one.
-  sigset_t forwarded, original;
-  sigemptyset(&forwarded);
-  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&forwarded, signal);
+  const sigset_t forwarded = forwarded_set();
+  sigset_t original;
   ::pthread_sigmask(SIG_BLOCK, &forwarded, &original);
   thread_ = std::thread([this, interval_s] { loop(interval_s); });
   ::pthread_sigmask(SIG_SETMASK, &original, nullptr);
@@ -113,10 +107,7 @@ void RunMonitor::give_back_dead_processes() {
   for (run::ProcessSlot& slot : counters_->processes) {
     const std::int32_t pid = slot.pid.load(std::memory_order_acquire);
     if (pid == 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
-    for (int device = 0; device < run::kMaxDevices; ++device) {
-      const std::int64_t held = slot.held[device].exchange(0, std::memory_order_relaxed);
-      if (held != 0) counters_->devices[device].current.fetch_sub(held, std::memory_order_relaxed);
-    }
+    run::give_back(*counters_, slot);
     std::int32_t expected = pid;
     slot.pid.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
   }

@@ -89,6 +89,4 @@ class RunMonitor {
   std::vector<ProcessPeak> process_peaks_;
 };
 
-std::int64_t monotonic_ns();
-
 }  // namespace gpumem::cli

@@ -17,14 +17,7 @@ std::vector<DeviceSnapshot> take_snapshot() {
   std::vector<DeviceSnapshot> snapshot;
   for (DeviceInfo& info : devices()) {
     DeviceSnapshot device;
-    // Fresh memory numbers: devices() may have read them a moment ago, but this is the reading
-    // that sits next to the process list.
-    if (auto memory = gpu_mem_get_bytes(info.ordinal)) {
-      info.memory = *memory;
-      device.memory_known = true;
-    } else {
-      device.memory_known = info.memory.total != 0;
-    }
+    device.memory_known = info.memory.total != 0;  // devices() has just read it
     for (const ProcessMemory& process : device_processes(info.ordinal)) {
       device.processes.push_back({process.pid, process_name(process.pid), process.used_bytes});
     }

@@ -8,7 +8,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <string>
 
 #include "gpumem/memory.hpp"
@@ -24,41 +23,30 @@ using gpumem::run::RunCounters;
 RunCounters* g_counters = nullptr;
 std::atomic<ProcessSlot*> g_slot{nullptr};
 
-std::int64_t monotonic_ns() {
-  timespec now{};
-  ::clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
-}
-
 void on_event(void*, int device, std::int64_t delta_bytes) {
   // Events after this process gave its slot back (frees in static destructors at exit) were
   // already accounted for when it did.
   ProcessSlot* slot = g_slot.load(std::memory_order_acquire);
   if (slot == nullptr || device < 0 || device >= gpumem::run::kMaxDevices) return;
   slot->held[device].fetch_add(delta_bytes, std::memory_order_relaxed);
-  gpumem::run::add_event(g_counters->devices[device], delta_bytes, monotonic_ns);
-}
-
-// What a slot still holds leaves the tree's level: the driver frees a process's memory when it
-// exits (or when an exec replaces its image).
-void give_back(ProcessSlot& slot) {
-  for (int device = 0; device < gpumem::run::kMaxDevices; ++device) {
-    const std::int64_t held = slot.held[device].exchange(0, std::memory_order_relaxed);
-    if (held != 0) g_counters->devices[device].current.fetch_sub(held, std::memory_order_relaxed);
-  }
+  gpumem::run::add_event(g_counters->devices[device], delta_bytes);
 }
 
 ProcessSlot* claim_slot() {
   const std::int32_t pid = ::getpid();
   for (ProcessSlot& slot : g_counters->processes) {
     if (slot.pid.load(std::memory_order_relaxed) == pid) {  // our image before an exec
-      give_back(slot);
+      gpumem::run::give_back(*g_counters, slot);
       return &slot;
     }
   }
   for (ProcessSlot& slot : g_counters->processes) {
     std::int32_t expected = 0;
-    if (slot.pid.compare_exchange_strong(expected, pid, std::memory_order_acq_rel)) return &slot;
+    if (slot.pid.compare_exchange_strong(expected, pid, std::memory_order_acq_rel)) {
+      // An event racing its previous owner's exit may have left bytes here: they are not ours.
+      gpumem::run::give_back(*g_counters, slot);
+      return &slot;
+    }
   }
   g_counters->slots_exhausted.fetch_add(1, std::memory_order_relaxed);
   return nullptr;
@@ -67,7 +55,7 @@ ProcessSlot* claim_slot() {
 void release_slot() {
   ProcessSlot* slot = g_slot.exchange(nullptr, std::memory_order_acq_rel);
   if (slot == nullptr) return;
-  give_back(*slot);
+  gpumem::run::give_back(*g_counters, *slot);
   std::int32_t pid = ::getpid();
   slot->pid.compare_exchange_strong(pid, 0, std::memory_order_acq_rel);
 }
@@ -95,22 +83,6 @@ void report_fallback(const std::string& reason) {
   }
 }
 
-std::string env_or_empty(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? std::string() : std::string(value);
-}
-
-// The ordinals this process sees must be the monitor's, or its events land on the wrong device.
-std::string device_view_mismatch() {
-  const std::string visible = env_or_empty("CUDA_VISIBLE_DEVICES");
-  const std::string order = env_or_empty("CUDA_DEVICE_ORDER");
-  if (visible != g_counters->visible_devices) {
-    return "CUDA_VISIBLE_DEVICES changed to '" + visible + "'";
-  }
-  if (order != g_counters->device_order) return "CUDA_DEVICE_ORDER changed to '" + order + "'";
-  return {};
-}
-
 // Holds the CUPTI subscription, which delivers every device's events, for the life of the
 // process (never destroyed: callbacks may still arrive while static destructors run).
 gpumem::PeakCounter* g_subscription = nullptr;
@@ -118,6 +90,9 @@ gpumem::PeakCounter* g_subscription = nullptr;
 bool start_exact_source() {
   g_subscription = new gpumem::PeakCounter(gpumem::current_device, gpumem::Source::exact);
   if (g_subscription->source() == gpumem::Source::exact) return true;
+  // It fell back to sampling: its sampler thread would poll NVML for nothing until exit.
+  delete g_subscription;
+  g_subscription = nullptr;
   const std::string why = gpumem::exact_source_status();
   report_fallback(why.empty() ? "the exact source is unavailable" : why);
   return false;
@@ -134,7 +109,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   if (g_counters == nullptr) return 1;
   g_counters->processes_attached.fetch_add(1, std::memory_order_relaxed);
 
-  if (const std::string mismatch = device_view_mismatch(); !mismatch.empty()) {
+  if (const std::string mismatch = gpumem::run::device_view_mismatch(*g_counters);
+      !mismatch.empty()) {
     report_fallback(mismatch);
     return 1;
   }

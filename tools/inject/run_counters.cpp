@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -43,6 +44,49 @@ RunCounters* map_run_counters(const std::string& path, bool create, std::string*
     return fail("not a counters file:");
   }
   return counters;
+}
+
+void give_back(RunCounters& counters, ProcessSlot& slot) noexcept {
+  for (int device = 0; device < kMaxDevices; ++device) {
+    const std::int64_t held = slot.held[device].exchange(0, std::memory_order_relaxed);
+    if (held != 0) counters.devices[device].current.fetch_sub(held, std::memory_order_relaxed);
+  }
+}
+
+namespace {
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+}  // namespace
+
+bool record_device_view(RunCounters& counters, std::string* error) {
+  const std::string visible = env_or_empty("CUDA_VISIBLE_DEVICES");
+  const std::string order = env_or_empty("CUDA_DEVICE_ORDER");
+  if (visible.size() >= sizeof counters.visible_devices ||
+      order.size() >= sizeof counters.device_order) {
+    if (error != nullptr) {
+      *error = visible.size() >= sizeof counters.visible_devices
+                   ? "CUDA_VISIBLE_DEVICES is too long to share with the measured processes"
+                   : "CUDA_DEVICE_ORDER is too long to share with the measured processes";
+    }
+    return false;
+  }
+  std::memcpy(counters.visible_devices, visible.c_str(), visible.size() + 1);
+  std::memcpy(counters.device_order, order.c_str(), order.size() + 1);
+  return true;
+}
+
+std::string device_view_mismatch(const RunCounters& counters) {
+  const std::string visible = env_or_empty("CUDA_VISIBLE_DEVICES");
+  const std::string order = env_or_empty("CUDA_DEVICE_ORDER");
+  if (visible != counters.visible_devices) {
+    return "CUDA_VISIBLE_DEVICES changed to '" + visible + "'";
+  }
+  if (order != counters.device_order) return "CUDA_DEVICE_ORDER changed to '" + order + "'";
+  return {};
 }
 
 void unmap_run_counters(RunCounters* counters) {

@@ -4,6 +4,8 @@
 // Plain atomics on MAP_SHARED memory: lock-free, no syscall per event.
 #pragma once
 
+#include <time.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -15,7 +17,7 @@ namespace gpumem::run {
 inline constexpr const char* kCountersVariable = "GPUMEM_RUN_COUNTERS";
 
 inline constexpr std::uint32_t kCountersMagic = 0x67706d72;  // "gpmr"
-inline constexpr std::uint32_t kCountersVersion = 1;
+inline constexpr std::uint32_t kCountersVersion = 2;
 inline constexpr int kMaxDevices = 64;     // CUDA ordinals counted; events beyond are dropped
 inline constexpr int kMaxProcesses = 512;  // CUDA processes of one tree tracked at once
 
@@ -26,7 +28,8 @@ struct ProcessSlot {
   std::atomic<std::int64_t> held[kMaxDevices];
 };
 
-struct DeviceCounters {
+// A line of its own per device: processes allocating on different GPUs do not contend.
+struct alignas(64) DeviceCounters {
   std::atomic<std::int64_t> current;       // bytes the tree holds now
   std::atomic<std::int64_t> peak;          // highest `current` ever
   std::atomic<std::int64_t> peak_time_ns;  // CLOCK_MONOTONIC when `peak` was last raised
@@ -37,7 +40,7 @@ struct RunCounters {
   std::uint32_t version;
   // The device view the monitor resolved ordinals with; a process that sees another view
   // (a changed CUDA_VISIBLE_DEVICES) cannot be counted by ordinal and reports a fallback.
-  char visible_devices[256];
+  char visible_devices[4096];  // room for 64 MIG UUIDs
   char device_order[32];
   std::atomic<std::int32_t> processes_attached;  // processes that loaded the injection library
   std::atomic<std::int32_t> processes_exact;     // of which the exact source worked
@@ -52,23 +55,39 @@ struct RunCounters {
 static_assert(std::atomic<std::int64_t>::is_always_lock_free);
 static_assert(std::atomic<std::int32_t>::is_always_lock_free);
 
-// `now_ns` is only called when the peak rises: reading the clock on every event would cost more
-// than the counting.
-inline void raise_peak(DeviceCounters& counters, std::int64_t level, std::int64_t (*now_ns)()) {
+// The clock of `peak_time_ns`, shared by the measured processes and the monitor.
+inline std::int64_t monotonic_ns() noexcept {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+// The clock is read only when the peak rises: reading it on every event would cost more than
+// the counting.
+inline void raise_peak(DeviceCounters& counters, std::int64_t level) noexcept {
   std::int64_t peak = counters.peak.load(std::memory_order_relaxed);
   while (level > peak) {
     if (counters.peak.compare_exchange_weak(peak, level, std::memory_order_relaxed)) {
-      counters.peak_time_ns.store(now_ns(), std::memory_order_relaxed);
+      counters.peak_time_ns.store(monotonic_ns(), std::memory_order_relaxed);
       return;
     }
   }
 }
 
 // Adds an event's bytes to the tree's level and raises the peak.
-inline void add_event(DeviceCounters& counters, std::int64_t delta, std::int64_t (*now_ns)()) {
+inline void add_event(DeviceCounters& counters, std::int64_t delta) noexcept {
   const std::int64_t level = counters.current.fetch_add(delta, std::memory_order_relaxed) + delta;
-  if (delta > 0) raise_peak(counters, level, now_ns);
+  if (delta > 0) raise_peak(counters, level);
 }
+
+// Takes what a process still holds off the tree's level: the driver frees a process's memory
+// when it exits (or when an exec replaces its image), and no free event comes for it.
+void give_back(RunCounters& counters, ProcessSlot& slot) noexcept;
+
+// The monitor records the device view it resolves ordinals with (false, and why, if it does not
+// fit); a measured process compares its own with it: empty when they agree.
+bool record_device_view(RunCounters& counters, std::string* error);
+std::string device_view_mismatch(const RunCounters& counters);
 
 // Maps the file (created by the monitor, or opened by a measured process); nullptr on failure.
 // `create` sizes and initialises it.

@@ -4,10 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <fstream>
 
 #include "gpumem/device.hpp"
+#include "publish/spool_files.hpp"
 
 namespace gpumem::serve {
 namespace {
@@ -34,14 +34,8 @@ bool process_alive(unsigned pid) {
 void remove_abandoned_temporaries(const std::filesystem::path& spool) {
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(spool, error)) {
-    std::string name = entry.path().filename().string();
-    // ".<pid>-<sequence>.tmp", from publish_trace
-    if (name.size() < 6 || name.front() != '.' || !name.ends_with(".tmp")) continue;
-    unsigned pid = 0;
-    auto [end, status] = std::from_chars(name.data() + 1, name.data() + name.size(), pid);
-    if (status == std::errc{} && *end == '-' && !process_alive(pid)) {
-      std::filesystem::remove(entry.path(), error);
-    }
+    const auto writer = detail::spool_temporary_writer(entry.path().filename().string());
+    if (writer && !process_alive(*writer)) std::filesystem::remove(entry.path(), error);
   }
 }
 

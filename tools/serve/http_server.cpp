@@ -102,17 +102,11 @@ std::unique_ptr<HttpServer> HttpServer::listen(const ListenAddress& address,
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length);
   int port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                                          : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  return std::unique_ptr<HttpServer>(
-      new HttpServer(fd, port, address.host, limits, std::move(handler)));
+  return std::unique_ptr<HttpServer>(new HttpServer(fd, port, limits, std::move(handler)));
 }
 
-HttpServer::HttpServer(int listen_fd, int port, std::string host, const HttpLimits& limits,
-                       HttpHandler handler)
-    : listen_fd_(listen_fd),
-      port_(port),
-      host_(std::move(host)),
-      limits_(limits),
-      handler_(std::move(handler)) {}
+HttpServer::HttpServer(int listen_fd, int port, const HttpLimits& limits, HttpHandler handler)
+    : listen_fd_(listen_fd), port_(port), limits_(limits), handler_(std::move(handler)) {}
 
 HttpServer::~HttpServer() {
   ::close(listen_fd_);

@@ -53,7 +53,6 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   int port() const noexcept { return port_; }
-  const std::string& host() const noexcept { return host_; }
   const HttpStats& stats() const noexcept { return stats_; }
 
   // Serves until `stop_fd` (an eventfd or pipe) becomes readable; closes every connection then.
@@ -61,12 +60,10 @@ class HttpServer {
 
  private:
   struct Connection;
-  HttpServer(int listen_fd, int port, std::string host, const HttpLimits& limits,
-             HttpHandler handler);
+  HttpServer(int listen_fd, int port, const HttpLimits& limits, HttpHandler handler);
 
   int listen_fd_;
   int port_;
-  std::string host_;
   HttpLimits limits_;
   HttpHandler handler_;
   HttpStats stats_;

@@ -70,10 +70,9 @@ std::optional<std::int64_t> WindowPeak::peak(std::size_t index) const {
   const Device& device = devices_[index];
   if (!device.counters[0] || !device.counters[1]) return std::nullopt;
   std::int64_t peak = *std::max_element(std::begin(device.buckets), std::end(device.buckets));
-  // Both counters cover the live part: the active one since the last boundary, the other since
-  // the boundary before, which the window also covers.
-  for (const auto& counter : device.counters) peak = std::max(peak, counter->read().peak_bytes);
-  return peak;
+  // The live part: the idle counter has run since the boundary before the last one, so it covers
+  // all the active one does (and a bucket the window also covers). One read, one NVML sample.
+  return std::max(peak, device.counters[1 - device.active]->read().peak_bytes);
 }
 
 }  // namespace gpumem::serve
