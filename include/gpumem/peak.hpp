@@ -1,7 +1,8 @@
 // Exact, concurrent, resettable peak counters.
 //
 // Any number of counters may be alive at once, overlapping in any order, each started, reset and
-// read from any thread. All counters of a device and source share one event stream; the cost of
+// read from any thread (one counter's reset() must not race its own read(), as with any object
+// that changes). All counters of a device and source share one event stream; the cost of
 // an allocation event does not depend on how many counters are alive.
 #pragma once
 
@@ -57,11 +58,12 @@ class PeakCounter {
 };
 
 // The explicit source: a custom allocator or framework reports its device allocations, and
-// every counter of Source::reported on that device sees them. Cheap and lock-free.
+// every counter of Source::reported on that device sees them. Cheap and lock-free given an
+// ordinal; current_device costs a driver query per call.
 void report_allocation(int device, std::size_t bytes) noexcept;
 void report_deallocation(int device, std::size_t bytes) noexcept;
 
-// The sampled source's interval (default 1 ms). Takes effect for samplers started afterwards
+// The sampled source's interval (default 500 µs). Takes effect for samplers started afterwards
 // and for running ones at their next sample.
 void set_sampling_interval(std::chrono::nanoseconds interval);
 std::chrono::nanoseconds sampling_interval() noexcept;

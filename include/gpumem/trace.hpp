@@ -57,6 +57,7 @@ class GPUMemTrace {
                        bool on_exit_report = true);
   explicit GPUMemTrace(TraceOptions options);
   ~GPUMemTrace();
+  // A moved-from trace may only be destroyed or assigned to.
   GPUMemTrace(GPUMemTrace&&) noexcept;
   GPUMemTrace& operator=(GPUMemTrace&&) noexcept;
 

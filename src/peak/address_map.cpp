@@ -1,5 +1,6 @@
 #include "peak/address_map.hpp"
 
+#include <bit>
 #include <mutex>
 #include <thread>
 
@@ -21,8 +22,11 @@ void AddressMap::SpinLock::lock() noexcept {
 }
 
 std::size_t AddressMap::Table::home(std::uint64_t key) const noexcept {
-  // The shard used the top bits of the mix; the table uses the bits below them.
-  return (mix(key) >> 20) & (slots_.size() - 1);
+  // The shard used the top 6 bits of the mix; the table uses the ones just below. High bits:
+  // a product's low bits keep the key's trailing zeros, and large blocks are aligned to 2 MiB
+  // and more, which would leave most home slots unused.
+  const int bits = std::countr_zero(slots_.size());
+  return static_cast<std::size_t>(mix(key) >> (58 - bits)) & (slots_.size() - 1);
 }
 
 void AddressMap::Table::grow() {

@@ -20,16 +20,19 @@ struct cuMemFree_legacy_params {
   unsigned int dptr;
 };
 
-// A free's size travels from ENTER (where the block still exists and can be asked about) to
-// EXIT (where success is known) in the call's correlation data.
+// A free's block travels from ENTER (where it still exists and can be asked about) to EXIT
+// (where success is known) in the call's correlation data. It leaves the map at ENTER: once the
+// driver has freed it, another thread may be handed the same address, and a late erase would
+// take that thread's block instead. A failed free puts it back.
 constexpr std::uint64_t kStashValid = 1ull << 63;
 constexpr std::uint64_t kStashManaged = 1ull << 62;
 constexpr int kStashDeviceShift = 56;
-constexpr std::uint64_t kStashSizeMask = (1ull << kStashDeviceShift) - 1;
+constexpr std::uint64_t kStashFromMap = 1ull << 55;  // taken out of the map at ENTER
+constexpr std::uint64_t kStashSizeMask = kStashFromMap - 1;
 
-std::uint64_t stash(const Block& block) noexcept {
+std::uint64_t stash(const Block& block, bool from_map) noexcept {
   if (block.device < 0 || block.device >= kMaxDevices) return 0;  // no channel counts it
-  return kStashValid | (block.managed ? kStashManaged : 0) |
+  return kStashValid | (block.managed ? kStashManaged : 0) | (from_map ? kStashFromMap : 0) |
          (static_cast<std::uint64_t>(block.device) << kStashDeviceShift) |
          (block.size & kStashSizeMask);
 }
@@ -73,31 +76,37 @@ void allocated(const CUpti_CallbackData& call, std::uint64_t address, std::uint6
   count(block, static_cast<std::int64_t>(size));
 }
 
+// EXIT of a free whose block was stashed at ENTER: counted if the free succeeded, else back in
+// the map if it came from there.
+void freed(const CUpti_CallbackData& call, AddressMap& map, std::uint64_t key) {
+  const std::uint64_t stashed = *call.correlationData;
+  if ((stashed & kStashValid) == 0) return;
+  const Block block = unstash(stashed);
+  if (succeeded(call)) {
+    count(block, -static_cast<std::int64_t>(block.size));
+  } else if ((stashed & kStashFromMap) != 0) {
+    map.insert(key, block);
+  }
+}
+
 void freeing(const CUpti_CallbackData& call, std::uint64_t address) {
   if (call.correlationData == nullptr) return;
-  if (call.callbackSite == CUPTI_API_ENTER) {
-    *call.correlationData = 0;
-    if (address == 0) return;
-    std::optional<Block> block = traced_addresses().find(address);
-    if (!block) {
-      // Allocated before tracing began: the driver still knows its size.
-      const driver::Cuda& cuda = driver::cuda();
-      CUdeviceptr base = 0;
-      size_t size = 0;
-      if (cuda.memGetAddressRange == nullptr ||
-          cuda.memGetAddressRange(&base, &size, address) != CUDA_SUCCESS || base != address) {
-        return;
-      }
-      block = Block{size, event_device(call), false};
-    }
-    *call.correlationData = stash(*block);
+  if (call.callbackSite != CUPTI_API_ENTER) return freed(call, traced_addresses(), address);
+  *call.correlationData = 0;
+  if (address == 0) return;
+  if (const std::optional<Block> block = traced_addresses().erase(address)) {
+    *call.correlationData = stash(*block, true);
     return;
   }
-  const std::uint64_t stashed = *call.correlationData;
-  if ((stashed & kStashValid) == 0 || !succeeded(call)) return;
-  traced_addresses().erase(address);
-  const Block block = unstash(stashed);
-  count(block, -static_cast<std::int64_t>(block.size));
+  // Allocated before tracing began: the driver still knows its size.
+  const driver::Cuda& cuda = driver::cuda();
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (cuda.memGetAddressRange == nullptr ||
+      cuda.memGetAddressRange(&base, &size, address) != CUDA_SUCCESS || base != address) {
+    return;
+  }
+  *call.correlationData = stash(Block{size, event_device(call), false}, false);
 }
 
 void vmm_created(const CUpti_CallbackData& call, const cuMemCreate_params& params) {
@@ -112,17 +121,10 @@ void vmm_created(const CUpti_CallbackData& call, const cuMemCreate_params& param
 
 void vmm_releasing(const CUpti_CallbackData& call, CUmemGenericAllocationHandle handle) {
   if (call.correlationData == nullptr) return;
-  if (call.callbackSite == CUPTI_API_ENTER) {
-    // A handle created before tracing began cannot be sized: it is left out.
-    const std::optional<Block> block = traced_handles().find(handle);
-    *call.correlationData = block ? stash(*block) : 0;
-    return;
-  }
-  const std::uint64_t stashed = *call.correlationData;
-  if ((stashed & kStashValid) == 0 || !succeeded(call)) return;
-  traced_handles().erase(handle);
-  const Block block = unstash(stashed);
-  count(block, -static_cast<std::int64_t>(block.size));
+  if (call.callbackSite != CUPTI_API_ENTER) return freed(call, traced_handles(), handle);
+  // A handle created before tracing began cannot be sized: it is left out.
+  const std::optional<Block> block = traced_handles().erase(handle);
+  *call.correlationData = block ? stash(*block, true) : 0;
 }
 
 template <class Params>

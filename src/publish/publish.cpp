@@ -11,9 +11,9 @@
 #include <cstring>
 #include <string>
 
-#include "gpumem/device.hpp"
 #include "gpumem/diagnostics.hpp"
 #include "gpumem/publish.hpp"
+#include "identity/device_map.hpp"
 #include "publish/spool_files.hpp"
 #include "query/diagnostics_log.hpp"
 
@@ -28,14 +28,6 @@ bool fail(std::string message, std::string* error) {
 
 std::string errno_text(int error) {
   return std::strerror(error);
-}
-
-bool valid_scope(std::string_view scope) {
-  if (scope.empty() || scope.size() > max_scope_bytes) return false;
-  for (unsigned char c : scope) {
-    if (c < 0x20 || c == 0x7f) return false;
-  }
-  return true;
 }
 
 // Opens the spool directory, creating it private when missing. Another user's directory, or one
@@ -93,7 +85,7 @@ bool publish_trace(std::string_view scope, const TraceBytes& bytes, std::string*
 
 bool publish_trace(const std::filesystem::path& spool, std::string_view scope,
                    const TraceBytes& bytes, std::string* error) {
-  if (!valid_scope(scope)) {
+  if (!detail::valid_scope(scope)) {
     return fail("cannot publish: a scope is 1 to " + std::to_string(max_scope_bytes) +
                     " bytes of text without control characters",
                 error);
@@ -102,7 +94,9 @@ bool publish_trace(const std::filesystem::path& spool, std::string_view scope,
   trace.scope = scope;
   trace.pid = static_cast<unsigned>(::getpid());
   if (bytes.device >= 0) {
-    if (auto info = device_info(bytes.device)) trace.uuid = info->uuid;
+    // From the cached device map: publishing each step must not cost NVML calls.
+    const identity::MappedDevice* device = identity::find_device(bytes.device);
+    if (device != nullptr && device->handle != nullptr) trace.uuid = device->uuid;
   }
   trace.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::system_clock::now().time_since_epoch())

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "gpumem/publish.hpp"
+
 namespace gpumem::detail {
 
 std::string spool_file_name(unsigned pid, std::string_view scope) {
@@ -28,6 +30,17 @@ bool is_spool_record_name(std::string_view name) {
 
 bool is_spool_temporary_name(std::string_view name) {
   return !name.empty() && name.front() == '.' && name.ends_with(".tmp");
+}
+
+bool is_plain_text(std::string_view text) {
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) return false;
+  }
+  return true;
+}
+
+bool valid_scope(std::string_view scope) {
+  return !scope.empty() && scope.size() <= max_scope_bytes && is_plain_text(scope);
 }
 
 std::optional<unsigned> spool_temporary_writer(std::string_view name) {

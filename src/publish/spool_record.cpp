@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "gpumem/publish.hpp"
+#include "publish/spool_files.hpp"
 
 namespace gpumem {
 namespace {
@@ -31,13 +32,6 @@ bool parse_int(std::string_view text, Int& out) {
   if (text.empty()) return false;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
   return error == std::errc{} && end == text.data() + text.size();
-}
-
-bool valid_text(std::string_view text) {
-  for (unsigned char c : text) {
-    if (c < 0x20 || c == 0x7f) return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -92,7 +86,7 @@ bool parse_spool_record(std::string_view text, PublishedTrace& out) {
       ended = true;
       continue;
     }
-    if (!valid_text(line)) return false;
+    if (!detail::is_plain_text(line)) return false;
     std::size_t space = line.find(' ');
     if (space == std::string_view::npos) return false;
     std::string_view key = line.substr(0, space);
@@ -101,7 +95,7 @@ bool parse_spool_record(std::string_view text, PublishedTrace& out) {
     bool ok = false;
     unsigned bit = 0;
     if (key == "scope") {
-      ok = !value.empty() && value.size() <= max_scope_bytes;
+      ok = detail::valid_scope(value);
       trace.scope = value;
       bit = 1u << 0;
     } else if (key == "pid") {

@@ -98,8 +98,14 @@ void GPUMemTrace::report(std::optional<std::string> subctx) {
 }
 
 void GPUMemTrace::report_n_reset(std::optional<std::string> subctx) {
+  // A report that measured has just released the caches: the new baseline needs no second round.
+  const bool measured = !state_->options.silent && state_->counter;
   report(std::move(subctx));
-  reset();
+  if (measured) {
+    state_->counter->reset();
+  } else {
+    reset();
+  }
 }
 
 void GPUMemTrace::silent(bool silent) noexcept {

@@ -11,6 +11,7 @@
 #include "gpumem/peak.hpp"
 #include "peak/channels.hpp"
 #include "peak/event_observer.hpp"
+#include "peak/exact_callbacks.hpp"
 #include "peak/sim_driver.hpp"
 
 namespace gpumem {
@@ -29,6 +30,64 @@ std::int64_t used_delta(const PeakCounter& counter) {
 std::int64_t peak_delta(const PeakCounter& counter) {
   const PeakReading reading = counter.read();
   return reading.peak_bytes - reading.start_bytes;
+}
+
+// CUPTI's calls for one driver call site, as the callback sees them.
+struct DriverCall {
+  CUresult result = CUDA_SUCCESS;
+  std::uint64_t correlation = 0;
+  CUpti_CallbackData data{};
+  DriverCall() {
+    data.functionReturnValue = &result;
+    data.correlationData = &correlation;
+    data.contextUid = 1;
+  }
+  void alloc_exit(CUdeviceptr address, std::size_t bytes) {
+    cuMemAlloc_v2_params params{&address, bytes};
+    send(CUPTI_API_EXIT, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &params);
+  }
+  void free_at(int site, CUdeviceptr address) {
+    cuMemFree_v2_params params{address};
+    send(site, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &params);
+  }
+  void send(int site, CUpti_CallbackId cbid, const void* params) {
+    data.callbackSite = site;
+    data.functionParams = params;
+    peak::on_driver_call(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
+  }
+};
+
+TEST(ExactSource, AFreeRacingTheReuseOfItsAddressCountsBothBlocks) {
+  SimGpu gpu;
+  peak::Channel& exact = *peak::channel(peak::Stream::exact, 0);
+  const std::int64_t before = exact.level();
+  constexpr CUdeviceptr kAddress = 1ull << 41;
+  DriverCall first, second;
+  first.alloc_exit(kAddress, 4 * MiB);
+  first.free_at(CUPTI_API_ENTER, kAddress);  // the driver frees it here…
+  second.alloc_exit(kAddress, 2 * MiB);      // …and hands the address to another thread
+  first.free_at(CUPTI_API_EXIT, kAddress);
+  EXPECT_EQ(exact.level() - before, static_cast<std::int64_t>(2 * MiB));
+  second.free_at(CUPTI_API_ENTER, kAddress);
+  second.free_at(CUPTI_API_EXIT, kAddress);
+  EXPECT_EQ(exact.level() - before, 0);
+}
+
+TEST(ExactSource, AFailedFreeKeepsItsBlock) {
+  SimGpu gpu;
+  peak::Channel& exact = *peak::channel(peak::Stream::exact, 0);
+  const std::int64_t before = exact.level();
+  constexpr CUdeviceptr kAddress = 1ull << 42;
+  DriverCall call;
+  call.alloc_exit(kAddress, 3 * MiB);
+  call.free_at(CUPTI_API_ENTER, kAddress);
+  call.result = CUDA_ERROR_INVALID_VALUE;
+  call.free_at(CUPTI_API_EXIT, kAddress);
+  EXPECT_EQ(exact.level() - before, static_cast<std::int64_t>(3 * MiB));
+  call.result = CUDA_SUCCESS;
+  call.free_at(CUPTI_API_ENTER, kAddress);
+  call.free_at(CUPTI_API_EXIT, kAddress);
+  EXPECT_EQ(exact.level() - before, 0);
 }
 
 TEST(ExactSource, BlockFromBeforeTracingFreedInside) {
