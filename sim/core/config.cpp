@@ -100,6 +100,7 @@ Config parse_config(const std::string& text) {
       device.total_mib = read_mib(d, "total_mib", 81920);
       device.reserved_mib = read_mib(d, "reserved_mib", 0);
       device.context_mib = read_mib(d, "context_mib", 0);
+      if (d.contains("parent")) device.parent = d.at("parent").get<int>();
       config.devices.push_back(std::move(device));
     }
     if (root.contains("cuda_order"))
@@ -123,6 +124,17 @@ Config parse_config(const std::string& text) {
       throw std::runtime_error("bad pci_bus_id \"" + device.pci_bus_id + "\"");
     if (device.reserved_mib > device.total_mib)
       throw std::runtime_error("reserved_mib exceeds total_mib");
+    if (device.parent >= 0) {
+      if (device.parent >= static_cast<int>(config.devices.size()) ||
+          config.devices[static_cast<std::size_t>(device.parent)].parent >= 0 ||
+          !device.uuid.starts_with("MIG-")) {
+        throw std::runtime_error(
+            "a \"parent\" names a whole GPU, and its MIG instance has a "
+            "MIG- UUID");
+      }
+    } else if (device.parent != -1) {
+      throw std::runtime_error("bad \"parent\"");
+    }
   }
   if (config.cuda_order.empty()) {
     for (std::size_t i = 0; i < config.devices.size(); ++i)
@@ -155,7 +167,8 @@ std::string Config::to_json() const {
                                {"pci_bus_id", d.pci_bus_id},
                                {"total_mib", d.total_mib},
                                {"reserved_mib", d.reserved_mib},
-                               {"context_mib", d.context_mib}});
+                               {"context_mib", d.context_mib},
+                               {"parent", d.parent}});
   }
   return root.dump();
 }

@@ -15,13 +15,16 @@ struct DeviceConfig {
   std::uint64_t total_mib = 81920;
   std::uint64_t reserved_mib = 0;
   std::uint64_t context_mib = 0;
+  // A MIG instance: the config position of its GPU. NVML then enumerates it only under that GPU
+  // (nvmlDeviceGetMigDeviceHandleByIndex) and by UUID, as the real NVML does.
+  int parent = -1;
 };
 
 struct Config {
   std::string driver_version = "580.95.05";
   int cuda_driver_version = 13000;
   unsigned process_record_bytes = 24;
-  std::vector<int> cuda_order;  // NVML indices in CUDA FASTEST_FIRST order
+  std::vector<int> cuda_order;  // config positions in CUDA FASTEST_FIRST order
   std::vector<DeviceConfig> devices;
 
   // Identifies the configuration: a state file built from a different one is recreated.

@@ -22,7 +22,7 @@ namespace gpumem::sim {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x31534d454d555047ull;  // "GPUMEMS1"
-constexpr std::uint32_t kLayoutVersion = 1;
+constexpr std::uint32_t kLayoutVersion = 2;
 constexpr std::uint32_t kClaiming = 0xFFFFFFFEu;
 constexpr std::uint32_t kReclaiming = 0xFFFFFFFFu;
 constexpr std::int64_t kReclaimIntervalNs = 5'000'000;
@@ -75,6 +75,7 @@ void fill(StateFile& file, const Config& config) {
     record.total_bytes = d.total_mib * kMiB;
     record.reserved_bytes = d.reserved_mib * kMiB;
     record.context_bytes = d.context_mib * kMiB;
+    record.parent = d.parent;
     file.cuda_order[i] = config.cuda_order[i];
   }
 }

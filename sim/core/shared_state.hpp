@@ -25,6 +25,7 @@ struct DeviceRecord {
   std::uint64_t total_bytes;
   std::uint64_t reserved_bytes;
   std::uint64_t context_bytes;
+  int parent;  // -1, or the state index of the GPU this MIG instance belongs to
 };
 
 // pid 0: free. The sentinels mark a slot being claimed or reclaimed, which readers skip.

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "core/export.hpp"
@@ -62,11 +63,36 @@ nvmlReturn_t init(unsigned /*flags*/) {
   return NVML_SUCCESS;
 }
 
+// NVML's index enumeration holds whole GPUs only: a MIG instance is reached under its GPU
+// (nvmlDeviceGetMigDeviceHandleByIndex) or by its UUID.
+bool is_mig(const SharedState& state, unsigned i) {
+  return state.device(i).parent >= 0;
+}
+
+// The state index of the `position`-th device that `member` accepts, in state order.
+template <class Member>
+std::optional<unsigned> nth(const SharedState& state, unsigned position, Member member) {
+  for (unsigned i = 0; i < state.device_count(); ++i) {
+    if (member(i) && position-- == 0) return i;
+  }
+  return std::nullopt;
+}
+
+// A device's NVML index: its place among the whole GPUs, or a MIG instance's among its siblings.
+unsigned nvml_index_of(const SharedState& state, unsigned i) {
+  unsigned index = 0;
+  for (unsigned j = 0; j < i; ++j) {
+    if (state.device(j).parent == state.device(i).parent) ++index;
+  }
+  return index;
+}
+
 nvmlReturn_t handle_by_index(unsigned index, nvmlDevice_t* device) {
   SharedState* state = ready_state();
   if (state == nullptr) return NVML_ERROR_UNINITIALIZED;
-  if (device == nullptr || index >= state->device_count()) return NVML_ERROR_INVALID_ARGUMENT;
-  *device = &g_handles[index];
+  const auto found = nth(*state, index, [&](unsigned i) { return !is_mig(*state, i); });
+  if (device == nullptr || !found) return NVML_ERROR_INVALID_ARGUMENT;
+  *device = &g_handles[*found];
   return NVML_SUCCESS;
 }
 
@@ -74,7 +100,8 @@ nvmlReturn_t device_count(unsigned* count) {
   SharedState* state = ready_state();
   if (state == nullptr) return NVML_ERROR_UNINITIALIZED;
   if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  *count = state->device_count();
+  *count = 0;
+  for (unsigned i = 0; i < state->device_count(); ++i) *count += is_mig(*state, i) ? 0 : 1;
   return NVML_SUCCESS;
 }
 
@@ -270,7 +297,7 @@ GPUMEM_SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* bus_
   const auto wanted = gpumem::sim::parse_pci_bus_id(bus_id);
   if (!wanted) return NVML_ERROR_INVALID_ARGUMENT;
   for (unsigned i = 0; i < state->device_count(); ++i) {
-    if (state->device(i).pci == *wanted) {
+    if (!is_mig(*state, i) && state->device(i).pci == *wanted) {
       *device = &g_handles[i];
       return NVML_SUCCESS;
     }
@@ -287,7 +314,35 @@ GPUMEM_SIM_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned*
   unsigned i;
   if (const nvmlReturn_t rc = resolve(device, &state, &i)) return rc;
   if (index == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  *index = i;
+  *index = nvml_index_of(*state, i);
+  return NVML_SUCCESS;
+}
+
+// Zero for a GPU without MIG instances, as for one with MIG disabled.
+GPUMEM_SIM_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device,
+                                                              unsigned* count) {
+  SharedState* state;
+  unsigned i;
+  if (const nvmlReturn_t rc = resolve(device, &state, &i)) return rc;
+  if (count == nullptr || is_mig(*state, i)) return NVML_ERROR_INVALID_ARGUMENT;
+  *count = 0;
+  for (unsigned j = 0; j < state->device_count(); ++j) {
+    if (state->device(j).parent == static_cast<int>(i)) ++*count;
+  }
+  return NVML_SUCCESS;
+}
+
+GPUMEM_SIM_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device,
+                                                                   unsigned index,
+                                                                   nvmlDevice_t* mig) {
+  SharedState* state;
+  unsigned i;
+  if (const nvmlReturn_t rc = resolve(device, &state, &i)) return rc;
+  if (mig == nullptr || is_mig(*state, i)) return NVML_ERROR_INVALID_ARGUMENT;
+  const auto found = nth(
+      *state, index, [&](unsigned j) { return state->device(j).parent == static_cast<int>(i); });
+  if (!found) return NVML_ERROR_NOT_FOUND;
+  *mig = &g_handles[*found];
   return NVML_SUCCESS;
 }
 

@@ -53,6 +53,10 @@ Nvml load_nvml() {
   api.deviceGetHandleByPciBusId = lib.function<PFN_nvmlDeviceGetHandleByPciBusId>(
       {"nvmlDeviceGetHandleByPciBusId_v2", "nvmlDeviceGetHandleByPciBusId"});
   api.deviceGetIndex = lib.function<PFN_nvmlDeviceGetIndex>("nvmlDeviceGetIndex");
+  api.deviceGetMaxMigDeviceCount =
+      lib.function<PFN_nvmlDeviceGetMaxMigDeviceCount>("nvmlDeviceGetMaxMigDeviceCount");
+  api.deviceGetMigDeviceHandleByIndex =
+      lib.function<PFN_nvmlDeviceGetMigDeviceHandleByIndex>("nvmlDeviceGetMigDeviceHandleByIndex");
   api.deviceGetName = lib.function<PFN_nvmlDeviceGetName>("nvmlDeviceGetName");
   api.deviceGetUUID = lib.function<PFN_nvmlDeviceGetUUID>("nvmlDeviceGetUUID");
   api.deviceGetPciInfo = lib.function<PFN_nvmlDeviceGetPciInfo>(

@@ -20,6 +20,8 @@ struct Nvml {
   abi::PFN_nvmlDeviceGetHandleByUUID deviceGetHandleByUUID = nullptr;
   abi::PFN_nvmlDeviceGetHandleByPciBusId deviceGetHandleByPciBusId = nullptr;  // _v2, else v1
   abi::PFN_nvmlDeviceGetIndex deviceGetIndex = nullptr;
+  abi::PFN_nvmlDeviceGetMaxMigDeviceCount deviceGetMaxMigDeviceCount = nullptr;
+  abi::PFN_nvmlDeviceGetMigDeviceHandleByIndex deviceGetMigDeviceHandleByIndex = nullptr;
   abi::PFN_nvmlDeviceGetName deviceGetName = nullptr;
   abi::PFN_nvmlDeviceGetUUID deviceGetUUID = nullptr;
   abi::PFN_nvmlDeviceGetPciInfo deviceGetPciInfo = nullptr;  // _v3, else _v2, else v1

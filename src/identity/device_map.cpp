@@ -78,6 +78,25 @@ void describe(const driver::Nvml& nvml, nvmlDevice_t handle, std::string& uuid, 
 }
 
 // From CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER, as CUDA would enumerate them.
+// The MIG instances under a GPU, each with its index there; none where MIG is off or unknown.
+std::vector<std::pair<nvmlDevice_t, unsigned>> mig_instances(const driver::Nvml& nvml,
+                                                             nvmlDevice_t gpu) {
+  std::vector<std::pair<nvmlDevice_t, unsigned>> found;
+  unsigned most = 0;
+  if (gpu == nullptr || nvml.deviceGetMaxMigDeviceCount == nullptr ||
+      nvml.deviceGetMigDeviceHandleByIndex == nullptr ||
+      nvml.deviceGetMaxMigDeviceCount(gpu, &most) != NVML_SUCCESS) {
+    return found;
+  }
+  for (unsigned index = 0; index < most; ++index) {
+    nvmlDevice_t mig = nullptr;
+    if (nvml.deviceGetMigDeviceHandleByIndex(gpu, index, &mig) == NVML_SUCCESS) {
+      found.emplace_back(mig, index);
+    }
+  }
+  return found;
+}
+
 void map_from_environment(const driver::Nvml& nvml, DeviceMap& map) {
   unsigned count = 0;
   if (nvml.deviceGetCount(&count) != NVML_SUCCESS) return;
@@ -95,14 +114,30 @@ void map_from_environment(const driver::Nvml& nvml, DeviceMap& map) {
   }
   std::optional<std::string_view> visible;
   if (const char* text = map.environment.value(0)) visible = text;
-  const std::vector<unsigned> indices = visible_nvml_indices(visible, base_order(all));
-  for (unsigned index : indices) {
+  const std::vector<NvmlDeviceId> ordered = base_order(all);
+  // A MIG instance has no NVML index: it is found under its GPU, keyed after the GPUs here.
+  std::vector<NvmlDeviceId> instances;
+  std::vector<unsigned> instance_index;  // within its GPU, what nvmlDeviceGetIndex would say
+  if (visible && visible->find("MIG-") != std::string_view::npos) {
+    for (unsigned gpu = 0; gpu < count; ++gpu) {
+      for (const auto& [mig, index] : mig_instances(nvml, handles[gpu])) {
+        NvmlDeviceId id;
+        id.nvml_index = static_cast<unsigned>(handles.size());
+        describe(nvml, mig, id.uuid, id.pci_bus_id);
+        handles.push_back(mig);
+        instances.push_back(id);
+        all.push_back(std::move(id));
+        instance_index.push_back(index);
+      }
+    }
+  }
+  for (unsigned key : visible_nvml_indices(visible, ordered, instances)) {
     MappedDevice device;
     device.ordinal = static_cast<int>(map.devices.size());
-    device.handle = handles[index];
-    device.nvml_index = index;
-    device.uuid = all[index].uuid;
-    device.pci_bus_id = all[index].pci_bus_id;
+    device.handle = handles[key];
+    device.nvml_index = key < count ? key : instance_index[key - count];
+    device.uuid = all[key].uuid;
+    device.pci_bus_id = all[key].pci_bus_id;
     map.devices.push_back(std::move(device));
   }
 }

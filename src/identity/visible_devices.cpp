@@ -75,7 +75,8 @@ std::vector<NvmlDeviceId> base_order(std::vector<NvmlDeviceId> devices) {
 }
 
 std::vector<unsigned> visible_nvml_indices(std::optional<std::string_view> text,
-                                           const std::vector<NvmlDeviceId>& ordered) {
+                                           const std::vector<NvmlDeviceId>& ordered,
+                                           const std::vector<NvmlDeviceId>& mig_instances) {
   std::vector<unsigned> visible;
   if (!text) {
     for (const NvmlDeviceId& device : ordered) visible.push_back(device.nvml_index);
@@ -86,14 +87,19 @@ std::vector<unsigned> visible_nvml_indices(std::optional<std::string_view> text,
   while (true) {
     const std::size_t comma = rest.find(',');
     const std::string_view entry = trim(rest.substr(0, comma));
-    std::optional<std::size_t> position;
+    const NvmlDeviceId* named = nullptr;
     if (is_uuid_entry(entry)) {
-      position = unique_uuid_match(entry, ordered);
+      // GPU and MIG UUIDs differ in their prefix: at most one of the two lists can match.
+      if (auto position = unique_uuid_match(entry, ordered)) {
+        named = &ordered[*position];
+      } else if (auto instance = unique_uuid_match(entry, mig_instances)) {
+        named = &mig_instances[*instance];
+      }
     } else if (auto number = leading_integer(entry); number && *number < ordered.size()) {
-      position = static_cast<std::size_t>(*number);
+      named = &ordered[static_cast<std::size_t>(*number)];
     }
-    if (!position) break;  // the first invalid entry ends the list
-    const unsigned index = ordered[*position].nvml_index;
+    if (named == nullptr) break;  // the first invalid entry ends the list
+    const unsigned index = named->nvml_index;
     if (std::find(visible.begin(), visible.end(), index) != visible.end()) return {};
     visible.push_back(index);
     if (comma == std::string_view::npos) break;

@@ -37,13 +37,17 @@ inline constexpr const char* kWithContext = R"({
      "pci_bus_id": "00000000:19:00.0", "total_mib": 143771, "reserved_mib": 542, "context_mib": 500}
   ]})";
 
-// A MIG instance beside a whole GPU.
+// A GPU with a MIG instance, beside a whole GPU: NVML enumerates the two GPUs by index and the
+// instance only under its GPU (and by UUID).
 inline constexpr const char* kMig = R"({
   "devices": [
     {"name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-aaaaaaaa-1111-4000-8000-000000000000",
      "pci_bus_id": "00000000:10:00.0", "total_mib": 81920, "reserved_mib": 474, "context_mib": 0},
     {"name": "NVIDIA A100-SXM4-80GB MIG 3g.40gb", "uuid": "MIG-cccccccc-3333-4000-8000-000000000002",
-     "pci_bus_id": "00000000:20:00.0", "total_mib": 40192, "reserved_mib": 0, "context_mib": 0}
+     "pci_bus_id": "00000000:10:00.0", "total_mib": 40192, "reserved_mib": 0, "context_mib": 0,
+     "parent": 0},
+    {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-dddddddd-4444-4000-8000-000000000003",
+     "pci_bus_id": "00000000:30:00.0", "total_mib": 81559, "reserved_mib": 520, "context_mib": 0}
   ]})";
 
 inline std::string with_record_bytes(int bytes) {

@@ -91,10 +91,27 @@ TEST_P(MigForms, MigUuidsMapToTheInstance) {
   if (GetParam()) initialise_cuda();
   const auto all = devices();
   ASSERT_EQ(all.size(), 1u);
-  EXPECT_EQ(all[0].nvml_index, 1u);
+  EXPECT_EQ(all[0].nvml_index, 0u);  // its index within its GPU, as NVML gives it
   EXPECT_EQ(all[0].uuid, "MIG-cccccccc-3333-4000-8000-000000000002");
   EXPECT_EQ(gpu_mem_get(0).total, 40192);
   ::unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+// What a scheduler sets for a job on a MIG slice (full UUIDs, maybe beside a whole GPU), read
+// before CUDA starts: NVML enumerates the instance only under its GPU.
+TEST(MigSlices, FullUuidsBesideAWholeGpuWithoutCuda) {
+  SimGpu sim(kMig);
+  ::setenv("CUDA_VISIBLE_DEVICES",
+           "GPU-dddddddd-4444-4000-8000-000000000003,MIG-cccccccc-3333-4000-8000-000000000002", 1);
+  ASSERT_EQ(device_count(), 2);
+  EXPECT_EQ(gpu_mem_get(0).total, 81559);
+  EXPECT_EQ(gpu_mem_get(1).total, 40192);
+  // Integers index the GPUs alone: 1 is the H100, not the instance.
+  ::setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+  ASSERT_EQ(device_count(), 1);
+  EXPECT_EQ(gpu_mem_get(0).total, 81559);
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(device_count(), 2);  // the two GPUs
 }
 
 INSTANTIATE_TEST_SUITE_P(WithAndWithoutCuda, MigForms, ::testing::Bool());

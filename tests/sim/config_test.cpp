@@ -63,6 +63,13 @@ TEST(simConfig, RejectsBadInput) {
   EXPECT_THROW(parse_config(R"({"devices": [{"total_mib": 10, "reserved_mib": 20}]})"),
                std::runtime_error);
   EXPECT_THROW(parse_config("/nonexistent/config.json"), std::runtime_error);
+  // A MIG instance needs a MIG UUID and a whole GPU for parent.
+  const std::string mig = R"("uuid": "MIG-cccccccc-3333-4000-8000-000000000002")";
+  EXPECT_THROW(parse_config(R"({"devices": [{}, {"parent": 0}]})"), std::runtime_error);
+  EXPECT_THROW(parse_config(R"({"devices": [{}, {"parent": 5, )" + mig + "}]}"),
+               std::runtime_error);
+  EXPECT_THROW(parse_config(R"({"devices": [{"parent": 0, )" + mig + "}]}"), std::runtime_error);
+  EXPECT_EQ(parse_config(R"({"devices": [{}, {"parent": 0, )" + mig + "}]}").devices[1].parent, 0);
 }
 
 TEST(simConfig, HashFollowsContent) {

@@ -97,6 +97,48 @@ TEST(simNvml, IdentityFromConfig) {
                "GPU is lost");
 }
 
+TEST(simNvml, MigInstancesAreFoundUnderTheirGpuAndByUuid) {
+  SimGpu gpu(R"({"devices": [
+    {"name": "A100", "uuid": "GPU-aaaaaaaa-1111-4000-8000-000000000000",
+     "pci_bus_id": "00000000:10:00.0", "total_mib": 81920},
+    {"name": "A100 MIG 3g.40gb", "uuid": "MIG-cccccccc-3333-4000-8000-000000000002",
+     "pci_bus_id": "00000000:10:00.0", "total_mib": 40192, "parent": 0},
+    {"name": "H100", "uuid": "GPU-dddddddd-4444-4000-8000-000000000003",
+     "pci_bus_id": "00000000:30:00.0", "total_mib": 81559}]})");
+  Nvml nvml;
+  ASSERT_EQ(nvml.init(), NVML_SUCCESS);
+  auto count_of = nvml.lib.get<PFN_nvmlDeviceGetCount>("nvmlDeviceGetCount_v2");
+  auto most_of = nvml.lib.get<PFN_nvmlDeviceGetMaxMigDeviceCount>("nvmlDeviceGetMaxMigDeviceCount");
+  auto mig_at =
+      nvml.lib.get<PFN_nvmlDeviceGetMigDeviceHandleByIndex>("nvmlDeviceGetMigDeviceHandleByIndex");
+  auto by_uuid = nvml.lib.get<PFN_nvmlDeviceGetHandleByUUID>("nvmlDeviceGetHandleByUUID");
+  auto by_pci = nvml.lib.get<PFN_nvmlDeviceGetHandleByPciBusId>("nvmlDeviceGetHandleByPciBusId_v2");
+  auto index_of = nvml.lib.get<PFN_nvmlDeviceGetIndex>("nvmlDeviceGetIndex");
+  unsigned count = 0;
+  ASSERT_EQ(count_of(&count), NVML_SUCCESS);
+  EXPECT_EQ(count, 2u);  // the GPUs; the instance is not enumerated by index
+  EXPECT_EQ(nvml.v2(1).total, 81559 * MiB);
+  unsigned most = 9;
+  ASSERT_EQ(most_of(nvml.device(1), &most), NVML_SUCCESS);
+  EXPECT_EQ(most, 0u);
+  ASSERT_EQ(most_of(nvml.device(0), &most), NVML_SUCCESS);
+  EXPECT_EQ(most, 1u);
+  nvmlDevice_t mig = nullptr, found = nullptr;
+  ASSERT_EQ(mig_at(nvml.device(0), 0, &mig), NVML_SUCCESS);
+  EXPECT_EQ(mig_at(nvml.device(0), 1, &found), NVML_ERROR_NOT_FOUND);
+  ASSERT_EQ(by_uuid("MIG-cccccccc-3333-4000-8000-000000000002", &found), NVML_SUCCESS);
+  EXPECT_EQ(found, mig);
+  unsigned index = 9;
+  ASSERT_EQ(index_of(mig, &index), NVML_SUCCESS);
+  EXPECT_EQ(index, 0u);  // within its GPU
+  nvmlMemory_v2_t memory{};
+  memory.version = kNvmlMemory_v2;
+  ASSERT_EQ(nvml.memory_v2(mig, &memory), NVML_SUCCESS);
+  EXPECT_EQ(memory.total, 40192 * MiB);
+  ASSERT_EQ(by_pci("00000000:10:00.0", &found), NVML_SUCCESS);
+  EXPECT_EQ(found, nvml.device(0));  // the bus names the GPU, not its instance
+}
+
 TEST(simNvml, HandleByUuidAndPciBusId) {
   SimGpu gpu;
   Nvml nvml;

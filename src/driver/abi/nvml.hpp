@@ -109,6 +109,11 @@ using PFN_nvmlDeviceGetHandleByIndex = nvmlReturn_t (*)(unsigned index, nvmlDevi
 using PFN_nvmlDeviceGetHandleByUUID = nvmlReturn_t (*)(const char* uuid, nvmlDevice_t* device);
 using PFN_nvmlDeviceGetHandleByPciBusId = nvmlReturn_t (*)(const char* bus_id, nvmlDevice_t* dev);
 using PFN_nvmlDeviceGetIndex = nvmlReturn_t (*)(nvmlDevice_t device, unsigned* index);
+// MIG: 0 instances where MIG is off; NOT_FOUND for an index that holds none.
+using PFN_nvmlDeviceGetMaxMigDeviceCount = nvmlReturn_t (*)(nvmlDevice_t device, unsigned* count);
+using PFN_nvmlDeviceGetMigDeviceHandleByIndex = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                                 unsigned index,
+                                                                 nvmlDevice_t* mig_device);
 using PFN_nvmlDeviceGetName = nvmlReturn_t (*)(nvmlDevice_t device, char* name, unsigned length);
 using PFN_nvmlDeviceGetUUID = nvmlReturn_t (*)(nvmlDevice_t device, char* uuid, unsigned length);
 using PFN_nvmlDeviceGetPciInfo = nvmlReturn_t (*)(nvmlDevice_t device, nvmlPciInfo_t* pci);
