@@ -44,7 +44,7 @@ bool valid_scope(std::string_view scope) {
 }
 
 std::optional<unsigned> spool_temporary_writer(std::string_view name) {
-  if (!is_spool_temporary_name(name) || name.size() < 2) return std::nullopt;
+  if (!is_spool_temporary_name(name)) return std::nullopt;
   unsigned pid = 0;
   const auto [end, status] = std::from_chars(name.data() + 1, name.data() + name.size(), pid);
   if (status != std::errc{} || *end != '-') return std::nullopt;
