@@ -13,6 +13,10 @@ using CUdevice = int;
 using CUcontext = struct CUctx_st*;
 using CUstream = struct CUstream_st*;
 using CUmemoryPool = struct CUmemPoolHandle_st*;
+using CUmodule = struct CUmod_st*;
+using CUevent = struct CUevent_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
 using CUdeviceptr = unsigned long long;
 using CUmemGenericAllocationHandle = unsigned long long;
 struct CUuuid {
@@ -97,6 +101,22 @@ struct CUmemAllocationProp {
 static_assert(offsetof(CUmemAllocationProp, locationType) == 8);
 static_assert(offsetof(CUmemAllocationProp, locationId) == 12);
 
+// CUmemPool_attribute: what a stream-ordered pool holds (cuMemPoolGetAttribute, cuuint64_t values).
+enum : int {
+  CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+  CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5,
+  CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6,
+  CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,
+  CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8,
+};
+// CUgraphMem_attribute: the device's graph-memory pool (cuDeviceGetGraphMemAttribute, cuuint64_t).
+enum : int {
+  CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT = 0,
+  CU_GRAPH_MEM_ATTR_USED_MEM_HIGH = 1,
+  CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT = 2,
+  CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH = 3,
+};
+
 using PFN_cuInit = CUresult (*)(unsigned flags);                               // cuInit
 using PFN_cuDriverGetVersion = CUresult (*)(int* version);                     // cuDriverGetVersion
 using PFN_cuGetErrorString = CUresult (*)(CUresult error, const char** text);  // cuGetErrorString
@@ -128,5 +148,16 @@ using PFN_cuMemFreeAsync = CUresult (*)(CUdeviceptr ptr, CUstream stream);
 using PFN_cuMemCreate = CUresult (*)(CUmemGenericAllocationHandle* handle, size_t bytes,
                                      const CUmemAllocationProp* prop, unsigned long long flags);
 using PFN_cuMemRelease = CUresult (*)(CUmemGenericAllocationHandle handle);
+using PFN_cuMemMap = CUresult (*)(CUdeviceptr ptr, size_t size, size_t offset,
+                                  CUmemGenericAllocationHandle handle, unsigned long long flags);
+using PFN_cuMemUnmap = CUresult (*)(CUdeviceptr ptr, size_t size);
+using PFN_cuMemRetainAllocationHandle = CUresult (*)(CUmemGenericAllocationHandle* handle,
+                                                     void* addr);
+using PFN_cuDeviceGetMemPool = CUresult (*)(CUmemoryPool* pool, CUdevice dev);
+using PFN_cuMemPoolGetAttribute = CUresult (*)(CUmemoryPool pool, int attr, void* value);
+using PFN_cuMemPoolTrimTo = CUresult (*)(CUmemoryPool pool, size_t min_bytes_to_keep);
+using PFN_cuDeviceGetGraphMemAttribute = CUresult (*)(CUdevice device, int attr, void* value);
+using PFN_cuCtxPushCurrent = CUresult (*)(CUcontext ctx);  // cuCtxPushCurrent_v2
+using PFN_cuCtxPopCurrent = CUresult (*)(CUcontext* ctx);  // cuCtxPopCurrent_v2
 
 }  // namespace gpumem::abi

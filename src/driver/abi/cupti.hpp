@@ -33,26 +33,45 @@ enum : int {
 enum : int { CUPTI_API_ENTER = 0, CUPTI_API_EXIT = 1 };
 
 enum : CUpti_CallbackId {
+  CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize = 17,
   CUPTI_DRIVER_TRACE_CBID_cuMemAlloc = 29,
   CUPTI_DRIVER_TRACE_CBID_cuMemFree = 33,
+  CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize = 121,
+  CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize = 126,
   CUPTI_DRIVER_TRACE_CBID_cuMemGetInfo_v2 = 242,
   CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2 = 243,
   CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2 = 244,
   CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2 = 245,
   CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged = 371,
+  CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz = 440,
+  CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch = 514,
+  CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz = 515,
+  CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy = 516,
   CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve = 547,
   CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree = 548,
   CUPTI_DRIVER_TRACE_CBID_cuMemCreate = 549,
   CUPTI_DRIVER_TRACE_CBID_cuMemRelease = 550,
   CUPTI_DRIVER_TRACE_CBID_cuMemMap = 551,
   CUPTI_DRIVER_TRACE_CBID_cuMemUnmap = 552,
+  CUPTI_DRIVER_TRACE_CBID_cuMemImportFromShareableHandle = 555,
+  CUPTI_DRIVER_TRACE_CBID_cuMemRetainAllocationHandle = 565,
+  CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2 = 578,
+  CUPTI_DRIVER_TRACE_CBID_cuGraphUpload = 580,
+  CUPTI_DRIVER_TRACE_CBID_cuGraphUpload_ptsz = 581,
   CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync = 598,
   CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz = 599,
   CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync = 600,
   CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz = 601,
   CUPTI_DRIVER_TRACE_CBID_cuMemPoolTrimTo = 602,
+  CUPTI_DRIVER_TRACE_CBID_cuMemPoolDestroy = 608,
+  CUPTI_DRIVER_TRACE_CBID_cuDeviceSetMemPool = 609,
   CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync = 611,
   CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz = 612,
+  CUPTI_DRIVER_TRACE_CBID_cuDeviceGraphMemTrim = 640,
+  CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags = 643,
+  CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams = 656,
+  CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz = 657,
+  CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2 = 800,
 };
 enum : CUpti_CallbackId {
   CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020 = 20,
@@ -63,6 +82,15 @@ enum : CUpti_CallbackId {
   CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020 = 374,
   CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020 = 375,
   CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020 = 376,
+  CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020 = 391,
+  CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020 = 392,
+};
+// CUpti_CallbackIdResource: the resource domain's events (no ENTER/EXIT: each fires once).
+enum : CUpti_CallbackId {
+  CUPTI_CBID_RESOURCE_CONTEXT_CREATED = 1,
+  CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING = 2,
+  CUPTI_CBID_RESOURCE_MODULE_LOADED = 6,
+  CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING = 7,
 };
 
 struct CUpti_CallbackData {
@@ -77,6 +105,20 @@ struct CUpti_CallbackData {
   std::uint32_t correlationId;
 };
 static_assert(sizeof(CUpti_CallbackData) == 72);
+
+// cbdata of the resource domain (CUpti_ResourceData).
+struct CUpti_ResourceData {
+  CUcontext context;         // the context created or destroyed, or that holds the module or stream
+  void* resourceHandle;      // a union of {CUstream stream}
+  void* resourceDescriptor;  // CUpti_ModuleResourceData* for the module events
+};
+static_assert(sizeof(CUpti_ResourceData) == 24);
+struct CUpti_ModuleResourceData {
+  std::uint32_t moduleId;
+  size_t cubinSize;
+  const char* pCubin;
+};
+static_assert(sizeof(CUpti_ModuleResourceData) == 24);
 
 using CUpti_CallbackFunc = void (*)(void* userdata, CUpti_CallbackDomain domain,
                                     CUpti_CallbackId cbid, const void* cbdata);
@@ -124,6 +166,40 @@ struct cuMemCreate_params {
 };
 struct cuMemRelease_params {
   CUmemGenericAllocationHandle handle;
+};
+struct cuMemMap_params {
+  CUdeviceptr ptr;
+  size_t size;
+  size_t offset;
+  CUmemGenericAllocationHandle handle;
+  unsigned long long flags;
+};
+struct cuMemUnmap_params {
+  CUdeviceptr ptr;
+  size_t size;
+};
+struct cuMemRetainAllocationHandle_params {
+  CUmemGenericAllocationHandle* handle;
+  void* addr;
+};
+struct cuMemImportFromShareableHandle_params {
+  CUmemGenericAllocationHandle* handle;
+  void* osHandle;
+  int shHandleType;
+};
+struct cuMemPoolTrimTo_params {
+  CUmemoryPool pool;
+  size_t minBytesToKeep;
+};
+struct cuMemPoolDestroy_params {
+  CUmemoryPool pool;
+};
+struct cuDeviceSetMemPool_params {
+  CUdevice dev;
+  CUmemoryPool pool;
+};
+struct cuDeviceGraphMemTrim_params {
+  CUdevice device;
 };
 // Runtime-domain params share this head: {void** devPtr; size_t size; ...} / {void* devPtr}.
 struct cudaMalloc_v3020_params {
