@@ -4,16 +4,45 @@
 
 namespace gpumem::peak {
 
-std::int64_t Channel::checkpoint() {
-  // Clearing the epoch peak before reading the level means that an event racing with the
-  // checkpoint lands in the new epoch: the live counters still see it (through the epoch peak),
-  // and none is lost between the two epochs.
-  const std::int64_t ended = epoch_peak_.exchange(kNoPeak, std::memory_order_acq_rel);
-  const std::int64_t current = level_.load(std::memory_order_acquire);
-  raise_epoch_peak(current);
-  if (ended != kNoPeak) {
-    for (CounterSlot* slot : live_) slot->folded_peak = std::max(slot->folded_peak, ended);
+void Channel::set_level(std::int64_t level) noexcept {
+  std::uint64_t word = word_.load(std::memory_order_relaxed);
+  std::uint64_t next = with_level(word, level);
+  while (!word_.compare_exchange_weak(word, next, std::memory_order_relaxed)) {
+    next = with_level(word, level);
   }
+  settle({next});
+}
+
+void Channel::settle_late(Step step) noexcept {
+  const std::lock_guard lock(control_);
+  const std::uint64_t tag = tag_of(step.word);
+  const std::int64_t level = level_of(step.word);
+  constexpr std::uint64_t kTagMask = ~std::uint64_t{0} >> kLevelBits;
+  if (tag == (epoch_ & kTagMask)) {
+    // The epoch opened by the checkpoint this event raced with: its peak is settled now.
+    std::uint64_t peak = peak_.load(std::memory_order_relaxed);
+    while (level_of(peak) < level &&
+           !peak_.compare_exchange_weak(peak, step.word, std::memory_order_relaxed)) {
+    }
+    return;
+  }
+  // An epoch that has ended: the counters live in it are those that started in it or before.
+  const std::uint64_t epoch = epoch_ - ((epoch_ - tag) & kTagMask);
+  for (CounterSlot* slot : live_) {
+    if (slot->start_epoch <= epoch) slot->folded_peak = std::max(slot->folded_peak, level);
+  }
+}
+
+std::int64_t Channel::checkpoint() {
+  // One read-modify-write of the level word splits the events exactly: those before it belong
+  // to the ending epoch, those after to the new one.
+  const std::uint64_t before = word_.fetch_add(kTagOne, std::memory_order_relaxed);
+  ++epoch_;
+  const std::int64_t current = level_of(before);
+  const std::uint64_t ended =
+      peak_.exchange(with_level(before + kTagOne, current), std::memory_order_relaxed);
+  const std::int64_t ended_peak = std::max(level_of(ended), current);
+  for (CounterSlot* slot : live_) slot->folded_peak = std::max(slot->folded_peak, ended_peak);
   return current;
 }
 
@@ -22,6 +51,7 @@ void Channel::attach(CounterSlot& slot) {
   const std::int64_t current = checkpoint();
   slot.start_level = current;
   slot.folded_peak = current;
+  slot.start_epoch = epoch_;
   live_.push_back(&slot);
 }
 
@@ -30,6 +60,7 @@ void Channel::restart(CounterSlot& slot) {
   const std::int64_t current = checkpoint();
   slot.start_level = current;
   slot.folded_peak = current;
+  slot.start_epoch = epoch_;
 }
 
 void Channel::detach(CounterSlot& slot) {
@@ -43,10 +74,10 @@ void Channel::detach(CounterSlot& slot) {
 
 LevelReading Channel::read(const CounterSlot& slot) {
   const std::lock_guard lock(control_);
-  // An event may have moved the level without having raised the epoch peak yet: including the
-  // level keeps peak >= current.
-  const std::int64_t current = level_.load(std::memory_order_acquire);
-  const std::int64_t epoch = epoch_peak_.load(std::memory_order_acquire);
+  // Under the mutex both words carry the running epoch's tag. An event may have moved the level
+  // without having raised the epoch peak yet: including the level keeps peak >= current.
+  const std::int64_t current = level_of(word_.load(std::memory_order_relaxed));
+  const std::int64_t epoch = level_of(peak_.load(std::memory_order_relaxed));
   return {slot.start_level, current, std::max({slot.folded_peak, epoch, current})};
 }
 

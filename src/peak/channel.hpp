@@ -2,15 +2,30 @@
 //
 // Why an event is O(1) whatever the number of live counters: an event only moves the channel's
 // level and raises the channel's "epoch peak" (two atomics, no lock). Counters never see events;
-// they see epochs. An epoch ends at every checkpoint (a counter starting, resetting or being
-// destroyed), and only then, under the channel's control mutex, is the ending epoch's peak folded
-// into every live counter's stored peak (O(live counters), paid by the rare control operation, not
-// by the hot path). A counter's peak is then max(its folded peak, the running epoch's peak).
+// they see epochs. An epoch ends at every checkpoint (a counter starting or resetting), and only
+// then, under the channel's control mutex, is the ending epoch's peak folded into every live
+// counter's stored peak (O(live counters), paid by the rare control operation, not by the hot
+// path). A counter's peak is then max(its folded peak, the running epoch's peak).
+//
+// Which epoch an event belongs to is decided by one atomic word: the level shares its word with
+// the epoch's tag, and a checkpoint closes an epoch by incrementing that tag with a read-modify-
+// write of the same word. All read-modify-writes of one atomic are totally ordered, so each
+// event's fetch_add returns, with its level, exactly the epoch it happened in: an event ordered
+// before a counter's start can never raise that counter's peak, and one ordered after it always
+// does. The epoch peak carries the tag too; an event whose epoch closed before it could raise the
+// peak (it was preempted between its two atomics) finds a different tag and folds its level
+// under the control mutex into exactly the counters that were live in its epoch (rare).
+//
+// Memory orders: every atomic here is relaxed. No thread infers anything about one atomic from
+// another without the control mutex: the level word and the peak word are each only
+// read-modified-written (one total order per word, and a read-modify-write reads the latest
+// value), and counters' stored state is touched only under the mutex. Coherence alone then
+// gives each reader the latest value of each word or a later one, on any CPU (x86, aarch64 /
+// Grace Hopper, POWER).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <limits>
 #include <mutex>
 #include <vector>
 
@@ -18,8 +33,9 @@ namespace gpumem::peak {
 
 // A counter's private state inside a channel, in the channel's level units.
 struct CounterSlot {
-  std::int64_t start_level = 0;  // the level when it started or was last reset
-  std::int64_t folded_peak = 0;  // the highest level of the epochs that ended since then
+  std::int64_t start_level = 0;   // the level when it started or was last reset
+  std::int64_t folded_peak = 0;   // the highest level of the epochs that ended since then
+  std::uint64_t start_epoch = 0;  // the epoch its start or last reset opened
 };
 
 struct LevelReading {
@@ -30,16 +46,37 @@ struct LevelReading {
 
 class alignas(64) Channel {
  public:
-  // The hot path: an allocation (+) or free (-) of `delta` bytes.
+  // Levels are bytes in [-kLevelRange, kLevelRange): ±32 TiB.
+  static constexpr int kLevelBits = 46;
+  static constexpr std::int64_t kLevelRange = std::int64_t{1} << (kLevelBits - 1);
+
+  // The level word after an event moved it: its epoch tag and the level it reached.
+  struct Step {
+    std::uint64_t word;
+  };
+
+  // The hot path: an allocation (+) or free (-) of `delta` bytes. A fall cannot make a peak, so
+  // a free is a single fetch_add.
   void add(std::int64_t delta) noexcept {
-    raise_epoch_peak(level_.fetch_add(delta, std::memory_order_relaxed) + delta);
+    const Step step = move(delta);
+    if (delta > 0) settle(step);
+  }
+  // An event in its two halves, as add() does it: move the level, then raise the epoch peak.
+  Step move(std::int64_t delta) noexcept {
+    return {word_.fetch_add(static_cast<std::uint64_t>(delta), std::memory_order_relaxed) +
+            static_cast<std::uint64_t>(delta)};
+  }
+  void settle(Step step) noexcept {
+    std::uint64_t peak = peak_.load(std::memory_order_relaxed);
+    while (tag_of(peak) == tag_of(step.word)) {
+      if (level_of(peak) >= level_of(step.word)) return;
+      if (peak_.compare_exchange_weak(peak, step.word, std::memory_order_relaxed)) return;
+    }
+    settle_late(step);
   }
   // The hot path of an absolute source (a sampler): the level is now `level`.
-  void set_level(std::int64_t level) noexcept {
-    level_.store(level, std::memory_order_relaxed);
-    raise_epoch_peak(level);
-  }
-  std::int64_t level() const noexcept { return level_.load(std::memory_order_relaxed); }
+  void set_level(std::int64_t level) noexcept;
+  std::int64_t level() const noexcept { return level_of(word_.load(std::memory_order_relaxed)); }
 
   // Control operations: each takes the control mutex and costs O(live counters).
   void attach(CounterSlot& slot);
@@ -49,21 +86,29 @@ class alignas(64) Channel {
   std::size_t live_counters();
 
  private:
-  static constexpr std::int64_t kNoPeak = std::numeric_limits<std::int64_t>::min();
+  static constexpr std::uint64_t kLevelMask = (std::uint64_t{1} << kLevelBits) - 1;
+  static constexpr std::uint64_t kTagOne = std::uint64_t{1} << kLevelBits;
+  static constexpr std::uint64_t kBias = static_cast<std::uint64_t>(kLevelRange);
 
-  void raise_epoch_peak(std::int64_t level) noexcept {
-    std::int64_t peak = epoch_peak_.load(std::memory_order_relaxed);
-    while (level > peak &&
-           !epoch_peak_.compare_exchange_weak(peak, level, std::memory_order_relaxed)) {
-    }
+  static std::uint64_t tag_of(std::uint64_t word) noexcept { return word >> kLevelBits; }
+  static std::int64_t level_of(std::uint64_t word) noexcept {
+    return static_cast<std::int64_t>(word & kLevelMask) - kLevelRange;
   }
+  static std::uint64_t with_level(std::uint64_t word, std::int64_t level) noexcept {
+    return (word & ~kLevelMask) | ((static_cast<std::uint64_t>(level) + kBias) & kLevelMask);
+  }
+
+  // An event whose tag differs from the epoch peak's: its epoch ended (or is being opened) by a
+  // checkpoint it raced with.
+  void settle_late(Step step) noexcept;
   // Ends the epoch: folds its peak into every live counter and starts a new one at the current
   // level, which it returns. Requires control_.
   std::int64_t checkpoint();
 
-  std::atomic<std::int64_t> level_{0};
-  std::atomic<std::int64_t> epoch_peak_{0};
+  std::atomic<std::uint64_t> word_{kBias};  // tag 0, level 0
+  std::atomic<std::uint64_t> peak_{kBias};  // tag 0, peak 0
   std::mutex control_;
+  std::uint64_t epoch_ = 0;  // the full epoch number; the tags are its low bits
   std::vector<CounterSlot*> live_;
 };
 

@@ -126,6 +126,97 @@ TEST(Channel, ExactUnderConcurrentCheckpoints) {
   channel.detach(mine);
 }
 
+// An allocation moved the level before a counter's start but raised the peak after it (its
+// thread was preempted between the two atomics), while another thread's free lowered the level:
+// the late counter must not report the level of before its start; the early one must.
+TEST(Channel, NoCounterSeesAPeakMadeBeforeItStarted) {
+  Channel channel;
+  CounterSlot early, late;
+  channel.attach(early);                          // level 0
+  channel.add(100);                               // 100
+  const Channel::Step racing = channel.move(50);  // 150, not yet settled
+  channel.add(-100);                              // 50
+  channel.attach(late);                           // starts at 50
+  channel.settle(racing);                         // the raise of 150 arrives now
+  channel.add(10);                                // 60: after both starts
+
+  const LevelReading l = channel.read(late);
+  EXPECT_EQ(l.start, 50);
+  EXPECT_EQ(l.peak, 60);
+  EXPECT_EQ(l.current, 60);
+  const LevelReading e = channel.read(early);
+  EXPECT_EQ(e.start, 0);
+  EXPECT_EQ(e.peak, 150);
+  channel.detach(early);
+  channel.detach(late);
+}
+
+// The same race across several checkpoints: the late raise reaches every counter that was live
+// in its epoch (started before the allocation), and none started after it.
+TEST(Channel, ALateRaiseReachesExactlyTheCountersOfItsEpoch) {
+  Channel channel;
+  CounterSlot before, during, after;
+  channel.attach(before);
+  channel.add(10);
+  channel.attach(during);                        // starts at 10
+  const Channel::Step racing = channel.move(5);  // 15, in `during`'s epoch
+  channel.add(-15);                              // 0
+  channel.attach(after);                         // starts at 0
+  channel.restart(before);                       // another checkpoint: restarts at 0
+  channel.settle(racing);
+
+  EXPECT_EQ(channel.read(during).peak, 15);
+  EXPECT_EQ(channel.read(after).peak, 0);
+  EXPECT_EQ(channel.read(before).peak, 0);  // reset after the allocation
+  channel.detach(before);
+  channel.detach(during);
+  channel.detach(after);
+}
+
+TEST(Channel, LevelsKeepTheirSignAndRange) {
+  Channel channel;
+  CounterSlot slot;
+  channel.attach(slot);
+  channel.add(-(std::int64_t{1} << 40));  // a free of a block older than the counter
+  channel.add(Channel::kLevelRange - 1 + (std::int64_t{1} << 40));
+  const LevelReading reading = channel.read(slot);
+  EXPECT_EQ(reading.current, Channel::kLevelRange - 1);
+  EXPECT_EQ(reading.peak, Channel::kLevelRange - 1);
+  channel.set_level(-7);
+  EXPECT_EQ(channel.level(), -7);
+  channel.detach(slot);
+}
+
+// Spikes from several threads while counters start, reset and read on others: every reading is
+// consistent, and no counter's peak exceeds its start plus what could be allocated after it.
+TEST(Channel, SpikesRacingWithCheckpointsStayWithinWhatHappenedAfterTheStart) {
+  Channel channel;
+  constexpr std::int64_t kSpikes[] = {1000, 1};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> spikers;
+  for (const std::int64_t size : kSpikes) {
+    spikers.emplace_back([&, size] {
+      while (!done.load(std::memory_order_relaxed)) {
+        channel.add(size);
+        channel.add(-size);
+      }
+    });
+  }
+  for (int i = 0; i < 20000; ++i) {
+    CounterSlot slot;
+    channel.attach(slot);
+    const LevelReading reading = channel.read(slot);
+    ASSERT_GE(reading.peak, reading.start);
+    ASSERT_GE(reading.peak, reading.current);
+    ASSERT_LE(reading.peak, reading.start + 1001);
+    ASSERT_LE(reading.peak, 1001);
+    channel.detach(slot);
+  }
+  done = true;
+  for (auto& thread : spikers) thread.join();
+  EXPECT_EQ(channel.level(), 0);
+}
+
 // Many threads allocate, hold at a barrier, then free: counters started before see the exact
 // sum; counters started by any thread while they hold see the held level as their start.
 TEST(Channel, ManyThreadsHoldingAtOnceSumExactly) {
