@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "gpumem/memory.hpp"
@@ -26,15 +27,56 @@ enum class Source : std::uint8_t {
 };
 std::string_view to_string(Source source) noexcept;
 
-// Bytes, in the device's used-memory space: start is the level when the counter started or was
-// last reset, peak the highest level since then (>= start and >= current).
+// What a reading's figures measure.
+enum class Quantity : std::uint8_t {
+  // The device memory the driver holds for this process: allocations, VMM physical memory from
+  // creation until released and unmapped, stream-ordered pools' reservations (not only their live
+  // blocks), graph-memory reservations, and the CUDA context with its modules. What a GPU must
+  // have free for the program. Measured by the exact source.
+  process_footprint,
+  // The device's used memory, NVML's total - free: every process, and the driver's own
+  // reservation. The figure fastai.utils.mem traced. Measured by the sampled source.
+  device_used,
+  // What an allocator reported through report_allocation / report_deallocation.
+  reported,
+  none,  // nothing measured
+};
+std::string_view to_string(Quantity quantity) noexcept;
+
+// Which parts of a process footprint a reading accounts for (bits of PeakReading::covers).
+namespace coverage {
+inline constexpr std::uint32_t allocations = 1u << 0;  // cuMemAlloc*, cudaMalloc*
+inline constexpr std::uint32_t vmm = 1u << 1;          // cuMemCreate'd physical memory
+inline constexpr std::uint32_t pools = 1u << 2;        // stream-ordered pools' reservations
+inline constexpr std::uint32_t graphs = 1u << 3;       // graph-memory reservations
+inline constexpr std::uint32_t context = 1u << 4;      // context, modules, driver rounding (NVML)
+inline constexpr std::uint32_t other_processes = 1u << 5;  // device_used: everyone's memory
+inline constexpr std::uint32_t footprint =
+    allocations | vmm | pools | graphs | context;  // all of a process footprint
+}  // namespace coverage
+// "allocations, VMM, pools, graphs, context and modules"
+std::string describe_coverage(std::uint32_t covers);
+
+// Bytes. start is the level when the counter started or was last reset, peak the highest level
+// since then (>= start and >= current), all of `quantity`.
 struct PeakReading {
   int device = 0;
   Source source = Source::none;
+  Quantity quantity = Quantity::none;
+  std::uint32_t covers = 0;  // coverage bits
   std::int64_t start_bytes = 0;
   std::int64_t current_bytes = 0;
   std::int64_t peak_bytes = 0;
+  // The device's used memory (NVML's total - free; the driver's cuMemGetInfo without NVML) when
+  // the counter started and now, and its peak over the window: the highest reading taken in it,
+  // or the start plus this counter's own rise, whichever is higher. 0 where nothing could read it.
+  std::int64_t device_used_start_bytes = 0;
+  std::int64_t device_used_current_bytes = 0;
+  std::int64_t device_used_peak_bytes = 0;
 };
+// One line saying what a reading is and what it may miss, e.g. "process footprint, exact (CUDA
+// events and NVML's per-process figure): allocations, VMM, pools, graphs, context and modules".
+std::string describe(const PeakReading& reading);
 
 class PeakCounter {
  public:

@@ -31,14 +31,20 @@ std::string format_report(std::int64_t delta_used_mb, std::int64_t delta_peaked_
 std::pair<std::int64_t, std::int64_t> trace_deltas(std::int64_t start, std::int64_t end,
                                                    std::int64_t peak) noexcept;
 
+// A trace's data in bytes. start/end/peak are of `quantity`: the process footprint with the exact
+// source (the default where CUPTI works), the device's used memory with the sampled one;
+// `reading` says which and what it covers (describe(reading) in words), with the device-used
+// figures beside it.
 struct TraceBytes {
   Source source = Source::none;
   int device = 0;
-  std::int64_t start = 0;  // used bytes at start (or last reset)
-  std::int64_t end = 0;    // used bytes now, or at stop()
-  std::int64_t peak = 0;   // highest used bytes in between
+  std::int64_t start = 0;  // bytes at start (or last reset)
+  std::int64_t end = 0;    // bytes now, or at stop()
+  std::int64_t peak = 0;   // highest bytes in between
   std::int64_t delta_used = 0;
   std::int64_t delta_peaked = 0;
+  Quantity quantity = Quantity::none;
+  PeakReading reading;  // the whole reading behind these figures
 };
 
 struct TraceOptions {

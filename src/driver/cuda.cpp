@@ -20,6 +20,7 @@ Cuda load_cuda() {
   }
   const SharedLibrary& lib = *library;
   api.init = lib.function<PFN_cuInit>("cuInit");
+  api.driverGetVersion = lib.function<PFN_cuDriverGetVersion>("cuDriverGetVersion");
   api.deviceGetCount = lib.function<PFN_cuDeviceGetCount>("cuDeviceGetCount");
   api.deviceGet = lib.function<PFN_cuDeviceGet>("cuDeviceGet");
   api.deviceGetUuid = lib.function<PFN_cuDeviceGetUuid>({"cuDeviceGetUuid_v2", "cuDeviceGetUuid"});
@@ -29,10 +30,22 @@ Cuda load_cuda() {
   api.ctxSetCurrent = lib.function<PFN_cuCtxSetCurrent>("cuCtxSetCurrent");
   api.ctxGetCurrent = lib.function<PFN_cuCtxGetCurrent>("cuCtxGetCurrent");
   api.ctxGetDevice = lib.function<PFN_cuCtxGetDevice>("cuCtxGetDevice");
+  api.ctxGetDeviceOf = lib.function<PFN_cuCtxGetDeviceOf>("cuCtxGetDevice_v2");
   api.memAlloc = lib.function<PFN_cuMemAlloc>({"cuMemAlloc_v2", "cuMemAlloc"});
   api.memFree = lib.function<PFN_cuMemFree>({"cuMemFree_v2", "cuMemFree"});
   api.memGetAddressRange =
       lib.function<PFN_cuMemGetAddressRange>({"cuMemGetAddressRange_v2", "cuMemGetAddressRange"});
+  api.memGetInfo = lib.function<PFN_cuMemGetInfo>("cuMemGetInfo_v2");
+  api.devicePrimaryCtxGetState =
+      lib.function<PFN_cuDevicePrimaryCtxGetState>("cuDevicePrimaryCtxGetState");
+  api.devicePrimaryCtxRelease =
+      lib.function<PFN_cuDevicePrimaryCtxRelease>("cuDevicePrimaryCtxRelease_v2");
+  api.ctxPushCurrent = lib.function<PFN_cuCtxPushCurrent>("cuCtxPushCurrent_v2");
+  api.ctxPopCurrent = lib.function<PFN_cuCtxPopCurrent>("cuCtxPopCurrent_v2");
+  api.deviceGetMemPool = lib.function<PFN_cuDeviceGetMemPool>("cuDeviceGetMemPool");
+  api.memPoolGetAttribute = lib.function<PFN_cuMemPoolGetAttribute>("cuMemPoolGetAttribute");
+  api.deviceGetGraphMemAttribute =
+      lib.function<PFN_cuDeviceGetGraphMemAttribute>("cuDeviceGetGraphMemAttribute");
   if (api.init == nullptr || api.deviceGetCount == nullptr || api.deviceGet == nullptr ||
       api.ctxGetCurrent == nullptr) {
     api.why =
@@ -77,6 +90,57 @@ abi::CUresult cuda_init() noexcept {
     return rc;
   }();
   return result;
+}
+
+int cuda_driver_version() noexcept {
+  const Cuda& api = cuda();
+  int version = 0;
+  if (api.driverGetVersion == nullptr || api.driverGetVersion(&version) != CUDA_SUCCESS) return 0;
+  return version;
+}
+
+std::optional<DriverMemory> driver_memory(int ordinal) noexcept {
+  const Cuda& api = cuda();
+  if (!api.loaded || api.memGetInfo == nullptr || api.devicePrimaryCtxGetState == nullptr ||
+      api.devicePrimaryCtxRetain == nullptr || api.devicePrimaryCtxRelease == nullptr ||
+      api.ctxPushCurrent == nullptr || api.ctxPopCurrent == nullptr || !cuda_initialized()) {
+    return std::nullopt;
+  }
+  CUdevice device = 0;
+  unsigned flags = 0;
+  int active = 0;
+  if (api.deviceGet(&device, ordinal) != CUDA_SUCCESS ||
+      api.devicePrimaryCtxGetState(device, &flags, &active) != CUDA_SUCCESS || active == 0) {
+    return std::nullopt;
+  }
+  CUcontext context = nullptr;
+  if (api.devicePrimaryCtxRetain(&context, device) != CUDA_SUCCESS) return std::nullopt;
+  std::optional<DriverMemory> memory;
+  if (api.ctxPushCurrent(context) == CUDA_SUCCESS) {
+    size_t free = 0, total = 0;
+    if (api.memGetInfo(&free, &total) == CUDA_SUCCESS) memory = DriverMemory{free, total};
+    CUcontext popped = nullptr;
+    api.ctxPopCurrent(&popped);
+  }
+  api.devicePrimaryCtxRelease(device);
+  return memory;
+}
+
+int context_device(abi::CUcontext context) noexcept {
+  const Cuda& api = cuda();
+  CUdevice device = -1;
+  if (context == nullptr || !api.loaded) return -1;
+  if (api.ctxGetDeviceOf != nullptr) {
+    return api.ctxGetDeviceOf(&device, context) == CUDA_SUCCESS ? device : -1;
+  }
+  if (api.ctxPushCurrent == nullptr || api.ctxPopCurrent == nullptr ||
+      api.ctxGetDevice == nullptr || api.ctxPushCurrent(context) != CUDA_SUCCESS) {
+    return -1;
+  }
+  if (api.ctxGetDevice(&device) != CUDA_SUCCESS) device = -1;
+  CUcontext popped = nullptr;
+  api.ctxPopCurrent(&popped);
+  return device;
 }
 
 std::string cuda_error_name(abi::CUresult code) {

@@ -42,6 +42,19 @@ SharedLibrary SharedLibrary::open(const char* override_variable,
   return library;
 }
 
+SharedLibrary SharedLibrary::find_loaded(std::initializer_list<const char*> names) {
+  SharedLibrary library;
+  for (const char* name : names) {
+    if (void* handle = ::dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
+      library.handle_ = handle;
+      library.path_ = name;
+      return library;
+    }
+  }
+  library.error_ = "none loaded";
+  return library;
+}
+
 SharedLibrary::SharedLibrary(SharedLibrary&& other) noexcept
     : handle_(std::exchange(other.handle_, nullptr)),
       path_(std::move(other.path_)),

@@ -15,6 +15,10 @@ class SharedLibrary {
   static SharedLibrary open(const char* override_variable,
                             std::initializer_list<const char*> names);
 
+  // The first of `names` that this process has loaded already (dlopen RTLD_NOLOAD): what the
+  // program itself uses, so that gpumem never brings in a second copy.
+  static SharedLibrary find_loaded(std::initializer_list<const char*> names);
+
   SharedLibrary() = default;
   SharedLibrary(SharedLibrary&& other) noexcept;
   SharedLibrary& operator=(SharedLibrary&& other) noexcept;

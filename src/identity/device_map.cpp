@@ -186,6 +186,19 @@ nvmlDevice_t handle_for_cuda_device(const driver::Nvml& nvml, const driver::Cuda
   return handle_by_bus_scan(nvml, bus_id);
 }
 
+// The device's UUID and PCI bus id as the CUDA driver gives them (no NVML needed).
+void describe_by_driver(const driver::Cuda& cuda, CUdevice device, MappedDevice& mapped) {
+  CUuuid uuid{};
+  if (cuda.deviceGetUuid != nullptr && cuda.deviceGetUuid(&uuid, device) == CUDA_SUCCESS) {
+    mapped.uuid = format_uuid("GPU-", uuid.bytes);
+  }
+  char bus_id[32] = {};
+  if (cuda.deviceGetPCIBusId != nullptr &&
+      cuda.deviceGetPCIBusId(bus_id, sizeof bus_id, device) == CUDA_SUCCESS) {
+    mapped.pci_bus_id = bus_id;
+  }
+}
+
 // From the initialised driver: exact for every CUDA_VISIBLE_DEVICES form and device order.
 bool map_from_cuda(const driver::Nvml& nvml, DeviceMap& map) {
   const driver::Cuda& cuda = driver::cuda();
@@ -195,14 +208,17 @@ bool map_from_cuda(const driver::Nvml& nvml, DeviceMap& map) {
     MappedDevice device;
     device.ordinal = i;
     CUdevice cu_device = 0;
-    if (cuda.deviceGet(&cu_device, i) == CUDA_SUCCESS) {
-      device.handle = handle_for_cuda_device(nvml, cuda, cu_device);
-    }
+    const bool known = cuda.deviceGet(&cu_device, i) == CUDA_SUCCESS;
+    if (known && nvml.ready) device.handle = handle_for_cuda_device(nvml, cuda, cu_device);
     if (device.handle != nullptr) {
       if (nvml.deviceGetIndex != nullptr) nvml.deviceGetIndex(device.handle, &device.nvml_index);
       describe(nvml, device.handle, device.uuid, device.pci_bus_id);
     } else {
-      detail::record_diagnostic("CUDA device " + std::to_string(i) + " matches no NVML device");
+      // Without NVML (or a match in it) the driver still names the device.
+      if (known) describe_by_driver(cuda, cu_device, device);
+      if (nvml.ready) {
+        detail::record_diagnostic("CUDA device " + std::to_string(i) + " matches no NVML device");
+      }
     }
     map.devices.push_back(std::move(device));
   }
@@ -231,12 +247,11 @@ std::unique_ptr<DeviceMap> build_map() {
   map->environment = EnvSnapshot::capture({kVisibleDevices, kDeviceOrder});
   map->cuda_seen = driver::cuda_initialized();
   const driver::Nvml& nvml = driver::nvml();
-  if (!nvml.ready) return map;
   if (map->cuda_seen && map_from_cuda(nvml, *map)) {
     map->from_cuda = true;
     return map;
   }
-  map_from_environment(nvml, *map);
+  if (nvml.ready) map_from_environment(nvml, *map);
   return map;
 }
 

@@ -133,4 +133,19 @@ std::size_t AddressMap::size() const {
   return total;
 }
 
+std::vector<Block> AddressMap::erase_device(int device) {
+  std::vector<Block> taken;
+  for (Shard& each : shards_) {
+    const std::lock_guard lock(each.lock);
+    std::vector<std::uint64_t> keys;
+    each.table.for_each([&](std::uint64_t key, const Block& block) {
+      if (block.device == device) keys.push_back(key);
+    });
+    for (const std::uint64_t key : keys) {
+      if (std::optional<Block> block = each.table.erase(key)) taken.push_back(*block);
+    }
+  }
+  return taken;
+}
+
 }  // namespace gpumem::peak

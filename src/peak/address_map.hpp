@@ -24,6 +24,9 @@ class AddressMap {
   void insert(std::uint64_t key, Block block);
   std::optional<Block> find(std::uint64_t key) const;
   std::optional<Block> erase(std::uint64_t key);
+  // Takes out every block of a device (its context is being destroyed, and with it they are);
+  // returns them.
+  std::vector<Block> erase_device(int device);
   void clear();
   std::size_t size() const;
 
@@ -47,6 +50,12 @@ class AddressMap {
     std::optional<Block> erase(std::uint64_t key);
     void clear() noexcept;
     std::size_t size() const noexcept { return size_; }
+    template <class Fn>
+    void for_each(Fn&& fn) const {
+      for (const Slot& slot : slots_) {
+        if (slot.key != 0) fn(slot.key, slot.block);
+      }
+    }
 
    private:
     struct Slot {

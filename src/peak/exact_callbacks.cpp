@@ -1,10 +1,14 @@
 #include "peak/exact_callbacks.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "driver/cuda.hpp"
+#include "gpumem/device.hpp"
 #include "peak/channels.hpp"
 #include "peak/event_observer_call.hpp"
+#include "peak/footprint.hpp"
+#include "peak/vmm_tracker.hpp"
 
 namespace gpumem::peak {
 namespace {
@@ -62,15 +66,24 @@ bool succeeded(const CUpti_CallbackData& call) noexcept {
 }
 
 void count(const Block& block, std::int64_t delta) noexcept {
-  Channel* target = channel(block.managed ? Stream::managed : Stream::exact, block.device);
-  if (target == nullptr) return;
-  target->add(delta);
-  if (!block.managed) detail::notify_event_observer(block.device, delta);
+  if (!block.managed) return account_exact(block.device, delta);
+  if (Channel* target = channel(Stream::managed, block.device)) target->add(delta);
+}
+
+// Whether the runtime call this thread is in reached the driver's own callbacks: real CUDA may
+// or may not raise driver-domain callbacks for the runtime's calls, so a runtime call counts
+// itself only where no driver callback came (never twice, never missed).
+thread_local int t_runtime_depth = 0;
+thread_local bool t_driver_seen = false;
+
+void driver_event() noexcept {
+  if (t_runtime_depth > 0) t_driver_seen = true;
 }
 
 void allocated(const CUpti_CallbackData& call, std::uint64_t address, std::uint64_t size,
                bool managed) {
   if (call.callbackSite != CUPTI_API_EXIT || !succeeded(call) || size == 0) return;
+  driver_event();
   const Block block{size, event_device(call), managed};
   traced_addresses().insert(address, block);
   count(block, static_cast<std::int64_t>(size));
@@ -89,15 +102,21 @@ void freed(const CUpti_CallbackData& call, AddressMap& map, std::uint64_t key) {
   }
 }
 
-void freeing(const CUpti_CallbackData& call, std::uint64_t address) {
+// `pooled`: a stream-ordered free, whose block (unless it is one of the map's) returns to its
+// pool, which keeps the reservation: nothing to subtract.
+void freeing(const CUpti_CallbackData& call, std::uint64_t address, bool pooled = false) {
   if (call.correlationData == nullptr) return;
-  if (call.callbackSite != CUPTI_API_ENTER) return freed(call, traced_addresses(), address);
+  if (call.callbackSite != CUPTI_API_ENTER) {
+    driver_event();
+    return freed(call, traced_addresses(), address);
+  }
   *call.correlationData = 0;
   if (address == 0) return;
   if (const std::optional<Block> block = traced_addresses().erase(address)) {
     *call.correlationData = stash(*block, true);
     return;
   }
+  if (pooled) return;
   // Allocated before tracing began: the driver still knows its size.
   const driver::Cuda& cuda = driver::cuda();
   CUdeviceptr base = 0;
@@ -109,22 +128,82 @@ void freeing(const CUpti_CallbackData& call, std::uint64_t address) {
   *call.correlationData = stash(Block{size, event_device(call), false}, false);
 }
 
-void vmm_created(const CUpti_CallbackData& call, const cuMemCreate_params& params) {
-  if (call.callbackSite != CUPTI_API_EXIT || !succeeded(call) || params.handle == nullptr ||
-      params.prop == nullptr || params.prop->locationType != CU_MEM_LOCATION_TYPE_DEVICE) {
-    return;
-  }
-  const Block block{params.size, params.prop->locationId, false};
-  traced_handles().insert(*params.handle, block);
-  count(block, static_cast<std::int64_t>(block.size));
+bool at_exit(const CUpti_CallbackData& call) noexcept {
+  return call.callbackSite == CUPTI_API_EXIT;
+}
+bool succeeded_exit(const CUpti_CallbackData& call) noexcept {
+  return at_exit(call) && succeeded(call);
 }
 
-void vmm_releasing(const CUpti_CallbackData& call, CUmemGenericAllocationHandle handle) {
-  if (call.correlationData == nullptr) return;
-  if (call.callbackSite != CUPTI_API_ENTER) return freed(call, traced_handles(), handle);
-  // A handle created before tracing began cannot be sized: it is left out.
-  const std::optional<Block> block = traced_handles().erase(handle);
-  *call.correlationData = block ? stash(*block, true) : 0;
+void vmm_created(const CUpti_CallbackData& call, const cuMemCreate_params& params) {
+  if (!succeeded_exit(call) || params.handle == nullptr || params.prop == nullptr ||
+      params.prop->locationType != CU_MEM_LOCATION_TYPE_DEVICE) {
+    return;
+  }
+  vmm::created(*params.handle, params.size, params.prop->locationId);
+}
+
+void reconcile_all() noexcept {
+  const int devices = std::min(device_count(), kMaxDevices);
+  for (int device = 0; device < devices; ++device) footprint::reconcile(device);
+}
+
+// The resource domain: contexts and modules take device memory that no allocation call shows.
+void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& data) {
+  switch (cbid) {
+    case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
+    case CUPTI_CBID_RESOURCE_MODULE_LOADED:
+    case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
+      return reconcile_all();
+    case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: {
+      // The context's allocations die with it (VMM memory and pools are the device's, and stay).
+      const int device = driver::context_device(data.context);
+      if (device < 0) return;
+      for (const Block& block : traced_addresses().erase_device(device)) {
+        count(block, -static_cast<std::int64_t>(block.size));
+      }
+      footprint::current_pool_changed(device);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+// Runtime calls: only where the driver's callbacks did not see the call.
+void on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData& call) {
+  if (call.callbackSite == CUPTI_API_ENTER) {
+    if (t_runtime_depth++ == 0) t_driver_seen = false;
+    return;
+  }
+  if (t_runtime_depth > 0 && --t_runtime_depth > 0) return;
+  if (t_driver_seen || call.functionParams == nullptr) return;
+  const int device = event_device(call);
+  switch (cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020: {
+      const auto& params = *static_cast<const cudaMalloc_v3020_params*>(call.functionParams);
+      if (params.devPtr == nullptr || !succeeded(call) || params.size == 0) return;
+      const Block block{params.size, device, false};
+      traced_addresses().insert(reinterpret_cast<std::uint64_t>(*params.devPtr), block);
+      return count(block, static_cast<std::int64_t>(block.size));
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020: {
+      const auto& params = *static_cast<const cudaFree_v3020_params*>(call.functionParams);
+      if (!succeeded(call)) return;
+      if (const std::optional<Block> block =
+              traced_addresses().erase(reinterpret_cast<std::uint64_t>(params.devPtr))) {
+        count(*block, -static_cast<std::int64_t>(block->size));
+      }
+      return;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020:
+      return footprint::refresh_for_reading(device);
+    default:
+      return;
+  }
 }
 
 template <class Params>
@@ -132,19 +211,28 @@ const Params& params_of(const CUpti_CallbackData& call) {
   return *static_cast<const Params*>(call.functionParams);
 }
 
+// A stream-ordered allocation: what the device holds is its pool's reservation, which the pool
+// keeps after frees; the driver reports it.
+void pool_allocated(const CUpti_CallbackData& call, CUmemoryPool pool) {
+  if (!at_exit(call)) return;
+  driver_event();
+  if (succeeded(call)) footprint::pool_used(pool, event_device(call));
+}
+
 void dispatch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) {
   if (call.functionParams == nullptr) return;
   switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
-      // All four start {CUdeviceptr* dptr; size_t bytesize; ...}.
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
       const auto& params = params_of<cuMemAlloc_v2_params>(call);
       if (params.dptr != nullptr) allocated(call, *params.dptr, params.bytesize, false);
       return;
     }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
+      return pool_allocated(call, nullptr);
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
+      return pool_allocated(call, params_of<cuMemAllocFromPoolAsync_params>(call).pool);
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
       const auto& params = params_of<cuMemAllocPitch_v2_params>(call);
       if (params.dptr != nullptr && params.pPitch != nullptr) {
@@ -167,7 +255,7 @@ void dispatch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) {
       return;
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
-      freeing(call, params_of<cuMemFreeAsync_params>(call).dptr);
+      freeing(call, params_of<cuMemFreeAsync_params>(call).dptr, true);
       return;
     case CUPTI_DRIVER_TRACE_CBID_cuMemFree:
       freeing(call, params_of<cuMemFree_legacy_params>(call).dptr);
@@ -176,7 +264,55 @@ void dispatch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) {
       vmm_created(call, params_of<cuMemCreate_params>(call));
       return;
     case CUPTI_DRIVER_TRACE_CBID_cuMemRelease:
-      vmm_releasing(call, params_of<cuMemRelease_params>(call).handle);
+      if (!at_exit(call)) return vmm::releasing(params_of<cuMemRelease_params>(call).handle);
+      return vmm::released(succeeded(call));
+    case CUPTI_DRIVER_TRACE_CBID_cuMemRetainAllocationHandle: {
+      const auto& params = params_of<cuMemRetainAllocationHandle_params>(call);
+      if (succeeded_exit(call) && params.handle != nullptr) vmm::retained(*params.handle);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
+      const auto& params = params_of<cuMemMap_params>(call);
+      if (succeeded_exit(call)) vmm::mapped(params.ptr, params.size, params.handle);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: {
+      const auto& params = params_of<cuMemUnmap_params>(call);
+      if (!at_exit(call)) return vmm::unmapping(params.ptr, params.size);
+      return vmm::unmapped(succeeded(call));
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemPoolTrimTo:
+      if (succeeded_exit(call)) footprint::refresh_pools(-1);
+      return;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemPoolDestroy:
+      if (succeeded_exit(call))
+        footprint::pool_destroyed(params_of<cuMemPoolDestroy_params>(call).pool);
+      return;
+    case CUPTI_DRIVER_TRACE_CBID_cuDeviceSetMemPool:
+      if (succeeded_exit(call))
+        footprint::current_pool_changed(params_of<cuDeviceSetMemPool_params>(call).dev);
+      return;
+    case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
+    case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
+      if (at_exit(call)) footprint::synchronized();
+      return;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphUpload:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphUpload_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy:
+      if (at_exit(call)) footprint::refresh_graphs(event_device(call));
+      return;
+    case CUPTI_DRIVER_TRACE_CBID_cuDeviceGraphMemTrim:
+      if (at_exit(call))
+        footprint::refresh_graphs(params_of<cuDeviceGraphMemTrim_params>(call).device);
       return;
     default:
       return;
@@ -190,17 +326,27 @@ AddressMap& traced_addresses() noexcept {
   return *map;
 }
 
-AddressMap& traced_handles() noexcept {
-  static AddressMap* const map = new AddressMap;
-  return *map;
+void account_exact(int device, std::int64_t delta) noexcept {
+  Channel* target = channel(Stream::exact, device);
+  if (target == nullptr) return;
+  target->add(delta);
+  detail::notify_event_observer(device, delta);
 }
 
 void on_driver_call(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                     const void* data) noexcept {
-  // Only the driver domain: a runtime cudaMalloc reaches the driver too, and counts there once.
-  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || data == nullptr) return;
+  if (data == nullptr) return;
   try {
-    dispatch(cbid, *static_cast<const CUpti_CallbackData*>(data));
+    switch (domain) {
+      case CUPTI_CB_DOMAIN_DRIVER_API:
+        return dispatch(cbid, *static_cast<const CUpti_CallbackData*>(data));
+      case CUPTI_CB_DOMAIN_RUNTIME_API:
+        return on_runtime(cbid, *static_cast<const CUpti_CallbackData*>(data));
+      case CUPTI_CB_DOMAIN_RESOURCE:
+        return on_resource(cbid, *static_cast<const CUpti_ResourceData*>(data));
+      default:
+        return;
+    }
   } catch (...) {
     // Out of memory for the block map: that block goes unseen; the program must not die of it.
   }

@@ -3,7 +3,10 @@
 #include <mutex>
 
 #include "driver/cupti.hpp"
+#include "peak/channels.hpp"
 #include "peak/exact_callbacks.hpp"
+#include "peak/footprint.hpp"
+#include "peak/vmm_tracker.hpp"
 #include "query/diagnostics_log.hpp"
 
 namespace gpumem::peak {
@@ -30,6 +33,17 @@ std::string refusal(abi::CUptiResult code) {
          "; peaks are sampled from NVML instead";
 }
 
+// No exact counter is alive (the subscription has no references): nothing reads the levels.
+void forget_everything() {
+  traced_addresses().clear();
+  vmm::clear();
+  footprint::clear();
+  for (int device = 0; device < kMaxDevices; ++device) {
+    channel(Stream::exact, device)->set_level(0);
+    channel(Stream::managed, device)->set_level(0);
+  }
+}
+
 void unavailable(Subscription& state, std::string why) {
   if (why != state.status) detail::record_diagnostic(why);
   state.status = std::move(why);
@@ -50,9 +64,9 @@ bool acquire_exact() noexcept {
       unavailable(state, cupti.why);
       return false;
     }
-    // Blocks seen during an earlier subscription may have been freed unseen since.
-    traced_addresses().clear();
-    traced_handles().clear();
+    // Blocks seen during an earlier subscription may have been freed unseen since: start from
+    // nothing; reconciliation brings each level up to what the driver holds.
+    forget_everything();
     abi::CUpti_SubscriberHandle handle = nullptr;
     const abi::CUptiResult subscribed = cupti.subscribe(&handle, &on_driver_call, nullptr);
     if (subscribed != abi::CUPTI_SUCCESS) {
@@ -66,6 +80,13 @@ bool acquire_exact() noexcept {
           abi::CUPTI_SUCCESS) {
         ++enabled;
       }
+    }
+    // Without these the footprint still reconciles at every reading; with them, at once.
+    for (const abi::CUpti_CallbackId cbid : kTracedRuntimeCalls) {
+      cupti.enableCallback(1, handle, abi::CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
+    }
+    for (const abi::CUpti_CallbackId cbid : kTracedResources) {
+      cupti.enableCallback(1, handle, abi::CUPTI_CB_DOMAIN_RESOURCE, cbid);
     }
     if (enabled == 0) {
       cupti.unsubscribe(handle);
@@ -88,8 +109,7 @@ void release_exact() noexcept {
   if (state.references == 0 || --state.references > 0) return;
   driver::cupti().unsubscribe(state.handle);
   state.handle = nullptr;
-  traced_addresses().clear();
-  traced_handles().clear();
+  forget_everything();
 }
 
 std::string exact_status() {

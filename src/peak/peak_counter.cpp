@@ -1,9 +1,14 @@
+#include <algorithm>
+#include <atomic>
 #include <optional>
 
+#include "driver/cuda.hpp"
+#include "driver/nvml.hpp"
 #include "gpumem/device.hpp"
 #include "gpumem/peak.hpp"
 #include "peak/channels.hpp"
 #include "peak/exact_source.hpp"
+#include "peak/footprint.hpp"
 #include "peak/sampler.hpp"
 
 namespace gpumem {
@@ -13,17 +18,54 @@ int resolve_device(int device) noexcept {
   return device == current_device ? current_device_ordinal() : device;
 }
 
+// Without NVML and before CUDA starts no device is known yet; the exact source can still count
+// from the first CUDA call on, so any ordinal in range is taken then.
 bool device_exists(int device) noexcept {
-  return device >= 0 && device < peak::kMaxDevices && device < device_count();
+  if (device < 0 || device >= peak::kMaxDevices) return false;
+  if (device < device_count()) return true;
+  return !driver::nvml().ready && !driver::cuda_initialized();
 }
 
-// Where exact and reported levels are anchored: the device's used bytes by NVML (0 without it).
-std::int64_t used_bytes(int device) noexcept {
+// The device's used memory, total - free: by NVML, else by the driver (only where this process
+// has a context on it), else unknown.
+std::optional<std::int64_t> device_used(int device) noexcept {
+  if (const auto memory = gpu_mem_get_bytes(device)) {
+    return static_cast<std::int64_t>(memory->total - memory->free);
+  }
+  if (const auto memory = driver::driver_memory(device)) {
+    return static_cast<std::int64_t>(memory->total - memory->free);
+  }
+  return std::nullopt;
+}
+
+// NVML's v2 `used`, which the sampler reads on its fast path, leaves out the driver's reservation;
+// total - free includes it.
+std::int64_t reserved_bytes(int device) noexcept {
   const auto memory = gpu_mem_get_bytes(device);
-  return memory ? static_cast<std::int64_t>(memory->used) : 0;
+  return memory ? static_cast<std::int64_t>(memory->total - memory->free - memory->used) : 0;
+}
+
+void raise(std::atomic<std::int64_t>& peak, std::int64_t value) noexcept {
+  std::int64_t seen = peak.load(std::memory_order_relaxed);
+  while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
 }
 
 }  // namespace
+
+std::string_view to_string(Quantity quantity) noexcept {
+  switch (quantity) {
+    case Quantity::process_footprint:
+      return "process footprint";
+    case Quantity::device_used:
+      return "device used";
+    case Quantity::reported:
+      return "reported by the allocator";
+    case Quantity::none:
+      return "none";
+  }
+  return "unknown";
+}
 
 std::string_view to_string(Source source) noexcept {
   switch (source) {
@@ -46,7 +88,10 @@ struct PeakCounter::State {
   Source source = Source::none;
   peak::Channel* channel = nullptr;
   peak::CounterSlot slot;
-  std::int64_t anchor = 0;  // used bytes at start, for the relative (exact, reported) levels
+  std::int64_t offset = 0;  // sampled: from NVML's v2 used (the channel's level) to total - free
+  bool device_used_known = false;
+  std::int64_t device_used_start = 0;
+  std::atomic<std::int64_t> device_used_peak{0};  // the highest device reading in the window
 
   State(int requested_device, Source requested) : device(resolve_device(requested_device)) {
     source = choose(requested);
@@ -97,13 +142,33 @@ struct PeakCounter::State {
     if (source == Source::sampled) peak::release_sampler(device);
   }
 
-  // Called before the channel's checkpoint, so the anchor and the level agree.
-  void rebaseline() noexcept {
-    if (source == Source::sampled) {
-      peak::sample_now(device);
-    } else {
-      anchor = used_bytes(device);
+  Quantity quantity() const noexcept {
+    switch (source) {
+      case Source::exact:
+        return Quantity::process_footprint;
+      case Source::sampled:
+        return Quantity::device_used;
+      case Source::reported:
+        return Quantity::reported;
+      default:
+        return Quantity::none;
     }
+  }
+
+  // Brings what the driver reports into the level: called before a checkpoint or a read.
+  void refresh() noexcept {
+    if (source == Source::exact) peak::footprint::refresh_for_reading(device);
+    if (source == Source::sampled) peak::sample_now(device);
+  }
+
+  // Called before the channel's checkpoint, so the device reading and the level agree.
+  void rebaseline() noexcept {
+    refresh();
+    if (source == Source::sampled) offset = reserved_bytes(device);
+    const std::optional<std::int64_t> used = device_used(device);
+    device_used_known = used.has_value();
+    device_used_start = used.value_or(0);
+    device_used_peak.store(device_used_start, std::memory_order_relaxed);
   }
 
   void reset() {
@@ -116,17 +181,25 @@ struct PeakCounter::State {
     PeakReading reading;
     reading.device = device;
     reading.source = source;
+    reading.quantity = quantity();
     if (channel == nullptr) return reading;
-    if (source == Source::sampled) peak::sample_now(device);
+    refresh();
     const peak::LevelReading levels = channel->read(slot);
+    reading.start_bytes = levels.start + offset;
+    reading.current_bytes = levels.current + offset;
+    reading.peak_bytes = levels.peak + offset;
+    if (source == Source::exact) reading.covers = peak::footprint::coverage(device);
+    if (source == Source::sampled) reading.covers = coverage::footprint | coverage::other_processes;
+    if (!device_used_known) return reading;
+    const std::optional<std::int64_t> now = device_used(device);
+    if (now) raise(device_used_peak, *now);
+    reading.device_used_start_bytes = device_used_start;
+    reading.device_used_current_bytes = now.value_or(device_used_start);
+    // What this counter saw rise on top of the start is on the device too.
+    reading.device_used_peak_bytes = std::max(device_used_peak.load(std::memory_order_relaxed),
+                                              device_used_start + (levels.peak - levels.start));
     if (source == Source::sampled) {
-      reading.start_bytes = levels.start;
-      reading.current_bytes = levels.current;
-      reading.peak_bytes = levels.peak;
-    } else {
-      reading.start_bytes = anchor;
-      reading.current_bytes = anchor + (levels.current - levels.start);
-      reading.peak_bytes = anchor + (levels.peak - levels.start);
+      reading.device_used_peak_bytes = std::max(reading.device_used_peak_bytes, reading.peak_bytes);
     }
     return reading;
   }
@@ -164,6 +237,49 @@ void report_deallocation(int device, std::size_t bytes) noexcept {
   if (peak::Channel* target = peak::channel(peak::Stream::reported, resolve_device(device))) {
     target->add(-static_cast<std::int64_t>(bytes));
   }
+}
+
+std::string describe_coverage(std::uint32_t covers) {
+  static constexpr std::pair<std::uint32_t, const char*> kParts[] = {
+      {coverage::allocations, "allocations"},
+      {coverage::vmm, "VMM"},
+      {coverage::pools, "pools"},
+      {coverage::graphs, "graphs"},
+      {coverage::context, "context and modules"},
+      {coverage::other_processes, "other processes"},
+  };
+  std::string text;
+  for (const auto& [bit, name] : kParts) {
+    if ((covers & bit) == 0) continue;
+    if (!text.empty()) text += ", ";
+    text += name;
+  }
+  return text.empty() ? "nothing" : text;
+}
+
+std::string describe(const PeakReading& reading) {
+  std::string text{to_string(reading.quantity)};
+  switch (reading.source) {
+    case Source::exact:
+      text += ", exact (CUDA events";
+      text += (reading.covers & coverage::context) != 0 ? " and NVML's per-process figure)" : ")";
+      break;
+    case Source::sampled:
+      text +=
+          ", sampled from NVML every " + std::to_string(sampling_interval().count() / 1000) + " us";
+      break;
+    case Source::reported:
+      return text + " (report_allocation)";
+    default:
+      return text;
+  }
+  text += ": " + describe_coverage(reading.covers);
+  if (reading.source == Source::sampled) {
+    text += "; may miss spikes shorter than the interval";
+  } else if ((reading.covers & coverage::context) == 0) {
+    text += "; misses the CUDA context and modules (no per-process figure from NVML)";
+  }
+  return text;
 }
 
 std::string exact_source_status() {

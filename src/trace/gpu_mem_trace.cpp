@@ -9,6 +9,8 @@ namespace {
 TraceBytes to_trace_bytes(const PeakReading& reading) {
   TraceBytes bytes;
   bytes.source = reading.source;
+  bytes.quantity = reading.quantity;
+  bytes.reading = reading;
   bytes.device = reading.device;
   bytes.start = reading.start_bytes;
   bytes.end = reading.current_bytes;

@@ -56,20 +56,28 @@ TEST(SampledSource, DefaultIntervalIsAtMostOneMillisecond) {
   EXPECT_LE(sampling_interval(), std::chrono::milliseconds(1));
 }
 
+// The sampled source measures the device used, total - free: on the simulated H200 (CUDA 0 of
+// SimGpu), its 542 MiB reservation plus what is allocated.
+constexpr std::int64_t kReserved0 = 542 * MiB;
+
 TEST(SampledSource, SynchronousSamplesAtStartAndRead) {
   SimGpu gpu;
   DeviceAllocation before = device_allocate(2 * MiB, 0);
   PeakCounter counter(0, Source::sampled);
   ASSERT_EQ(counter.source(), Source::sampled);
-  EXPECT_EQ(counter.read().start_bytes, static_cast<std::int64_t>(2 * MiB));
+  EXPECT_EQ(counter.read().quantity, Quantity::device_used);
+  EXPECT_EQ(counter.read().start_bytes, kReserved0 + static_cast<std::int64_t>(2 * MiB));
   DeviceAllocation during = device_allocate(10 * MiB, 0);
   const PeakReading reading = counter.read();
-  EXPECT_EQ(reading.current_bytes, static_cast<std::int64_t>(12 * MiB));
-  EXPECT_EQ(reading.peak_bytes, static_cast<std::int64_t>(12 * MiB));
+  EXPECT_EQ(reading.current_bytes, kReserved0 + static_cast<std::int64_t>(12 * MiB));
+  EXPECT_EQ(reading.peak_bytes, kReserved0 + static_cast<std::int64_t>(12 * MiB));
+  EXPECT_EQ(reading.device_used_peak_bytes, reading.peak_bytes);
+  const GPUMemoryBytes memory = gpu_mem_get_bytes(0).value();
+  EXPECT_EQ(reading.current_bytes, static_cast<std::int64_t>(memory.total - memory.free));
   during.reset();
   counter.reset();
-  EXPECT_EQ(counter.read().start_bytes, static_cast<std::int64_t>(2 * MiB));
-  EXPECT_EQ(counter.read().peak_bytes, static_cast<std::int64_t>(2 * MiB));
+  EXPECT_EQ(counter.read().start_bytes, kReserved0 + static_cast<std::int64_t>(2 * MiB));
+  EXPECT_EQ(counter.read().peak_bytes, kReserved0 + static_cast<std::int64_t>(2 * MiB));
 }
 
 TEST(SampledSource, TheThreadCatchesASpikeBetweenReads) {
@@ -81,8 +89,8 @@ TEST(SampledSource, TheThreadCatchesASpikeBetweenReads) {
     wait_for_sampler(0, static_cast<std::int64_t>(5 * MiB));
   }
   const PeakReading reading = counter.read();
-  EXPECT_EQ(reading.current_bytes, 0);
-  EXPECT_EQ(reading.peak_bytes, static_cast<std::int64_t>(5 * MiB));
+  EXPECT_EQ(reading.current_bytes, kReserved0);
+  EXPECT_EQ(reading.peak_bytes, kReserved0 + static_cast<std::int64_t>(5 * MiB));
 }
 
 TEST(SampledSource, OneSharedThreadPerDeviceOnlyWhileNeeded) {

@@ -79,7 +79,12 @@ void add_watch_command(CLI::App& app, int& exit_code) {
         std::int64_t& peak = peaks[ordinal];
         peak = std::max(peak, static_cast<std::int64_t>(device.info.memory.used));
         for (const auto& counter : counters) {
-          if (counter->device() == ordinal) peak = std::max(peak, counter->read().peak_bytes);
+          // Readings are of the device used (total - free); shown here as NVML's used, without
+          // the driver's reservation.
+          if (counter->device() == ordinal) {
+            peak = std::max(peak, counter->read().peak_bytes -
+                                      static_cast<std::int64_t>(device.info.memory.reserved));
+          }
         }
       }
       if (snapshot.empty()) {

@@ -27,6 +27,10 @@ WindowPeak::WindowPeak(const std::vector<int>& ordinals, std::chrono::nanosecond
     Device& device = devices_[i];
     device.counters[0] = sampled_counter(ordinals[i]);
     device.counters[1] = sampled_counter(ordinals[i]);
+    // Readings are of the device used (total - free); the exporter shows NVML's used, without the
+    // driver's reservation (a constant of the device).
+    const std::optional<GPUMemoryBytes> memory = gpu_mem_get_bytes(ordinals[i]);
+    device.reserved = memory ? static_cast<std::int64_t>(memory->reserved) : 0;
     std::fill(std::begin(device.buckets), std::end(device.buckets), kEmpty);
   }
   rotator_ = std::thread([this] { rotate_loop(); });
@@ -59,7 +63,8 @@ void WindowPeak::rotate(Device& device) {
   const int closing = device.active;
   const int opening = 1 - closing;
   device.counters[opening]->reset();
-  device.buckets[device.next_bucket] = device.counters[closing]->read().peak_bytes;
+  device.buckets[device.next_bucket] =
+      device.counters[closing]->read().peak_bytes - device.reserved;
   device.next_bucket = (device.next_bucket + 1) % kBuckets;
   device.active = opening;
 }
@@ -72,7 +77,7 @@ std::optional<std::int64_t> WindowPeak::peak(std::size_t index) const {
   std::int64_t peak = *std::max_element(std::begin(device.buckets), std::end(device.buckets));
   // The live part: the idle counter has run since the boundary before the last one, so it covers
   // all the active one does (and a bucket the window also covers). One read, one NVML sample.
-  return std::max(peak, device.counters[1 - device.active]->read().peak_bytes);
+  return std::max(peak, device.counters[1 - device.active]->read().peak_bytes - device.reserved);
 }
 
 }  // namespace gpumem::serve

@@ -40,6 +40,7 @@ class WindowPeak {
     int active = 0;
     std::int64_t buckets[kBuckets];
     int next_bucket = 0;
+    std::int64_t reserved = 0;  // the driver's reservation, outside NVML's used
   };
   void rotate_loop();
   void rotate(Device& device);

@@ -132,9 +132,10 @@ using PFN_cuDevicePrimaryCtxGetState = CUresult (*)(CUdevice dev, unsigned* flag
 using PFN_cuCtxSetCurrent = CUresult (*)(CUcontext ctx);
 using PFN_cuCtxGetCurrent = CUresult (*)(CUcontext* ctx);
 using PFN_cuCtxGetDevice = CUresult (*)(CUdevice* device);
-using PFN_cuMemGetInfo = CUresult (*)(size_t* free, size_t* total);   // cuMemGetInfo_v2
-using PFN_cuMemAlloc = CUresult (*)(CUdeviceptr* ptr, size_t bytes);  // cuMemAlloc_v2
-using PFN_cuMemFree = CUresult (*)(CUdeviceptr ptr);                  // cuMemFree_v2
+using PFN_cuCtxGetDeviceOf = CUresult (*)(CUdevice* device, CUcontext ctx);  // cuCtxGetDevice_v2
+using PFN_cuMemGetInfo = CUresult (*)(size_t* free, size_t* total);          // cuMemGetInfo_v2
+using PFN_cuMemAlloc = CUresult (*)(CUdeviceptr* ptr, size_t bytes);         // cuMemAlloc_v2
+using PFN_cuMemFree = CUresult (*)(CUdeviceptr ptr);                         // cuMemFree_v2
 using PFN_cuMemGetAddressRange = CUresult (*)(CUdeviceptr* base, size_t* size,
                                               CUdeviceptr ptr);  // cuMemGetAddressRange_v2
 using PFN_cuMemAllocPitch = CUresult (*)(CUdeviceptr* ptr, size_t* pitch, size_t width,

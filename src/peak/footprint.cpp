@@ -1,0 +1,240 @@
+#include "peak/footprint.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "driver/cuda.hpp"
+#include "gpumem/device.hpp"
+#include "gpumem/peak.hpp"
+#include "peak/channels.hpp"
+
+namespace gpumem::peak::footprint {
+namespace {
+
+using namespace gpumem::abi;
+
+struct Pool {
+  CUmemoryPool pool = nullptr;
+  int device = 0;
+  std::int64_t counted = 0;  // the reservation this pool has put into the device's level
+};
+
+struct DeviceState {
+  std::int64_t graphs = 0;   // the graph reservation counted into the level
+  std::int64_t other = 0;    // context, modules, rounding: the level NVML shows beyond the events
+  bool graphs_seen = false;  // read at least once
+  bool reconciled = false;   // the last reconciliation found this process in NVML's list
+  CUmemoryPool current_pool = nullptr;
+};
+
+// Pools and graph reservations change only in driver calls that are rare next to allocations
+// (pool allocations, synchronisations, graph launches), so one mutex guards them all.
+struct State {
+  std::mutex mutex;
+  std::vector<Pool> pools;
+  DeviceState devices[kMaxDevices];
+};
+
+State& state() noexcept {
+  static State* const instance = new State;  // never destroyed: callbacks may come during exit
+  return *instance;
+}
+
+bool valid(int device) noexcept {
+  return device >= 0 && device < kMaxDevices;
+}
+
+// Moves the level by `delta` attributed to pools or graphs. What NVML had already shown of it
+// was counted as `other`: that part moves from one to the other rather than rising twice.
+void attribute(DeviceState& device_state, int device, std::int64_t delta) noexcept {
+  Channel* target = channel(Stream::exact, device);
+  if (target == nullptr || delta == 0) return;
+  if (delta > 0) {
+    const std::int64_t moved = std::min(delta, device_state.other);
+    device_state.other -= moved;
+    target->add(-moved);
+  }
+  target->add(delta);
+}
+
+std::int64_t pool_reservation(CUmemoryPool pool, bool& ok) noexcept {
+  const driver::Cuda& cuda = driver::cuda();
+  std::uint64_t value = 0;
+  ok = cuda.memPoolGetAttribute != nullptr &&
+       cuda.memPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &value) == CUDA_SUCCESS;
+  return static_cast<std::int64_t>(value);
+}
+
+// Requires state().mutex.
+void refresh(State& s, Pool& pool) noexcept {
+  bool ok = false;
+  const std::int64_t reserved = pool_reservation(pool.pool, ok);
+  if (!ok) return;
+  attribute(s.devices[pool.device], pool.device, reserved - pool.counted);
+  pool.counted = reserved;
+}
+
+CUmemoryPool current_pool(DeviceState& device_state, int device) noexcept {
+  if (device_state.current_pool != nullptr) return device_state.current_pool;
+  const driver::Cuda& cuda = driver::cuda();
+  CUdevice handle = 0;
+  if (cuda.deviceGetMemPool == nullptr || cuda.deviceGet(&handle, device) != CUDA_SUCCESS ||
+      cuda.deviceGetMemPool(&device_state.current_pool, handle) != CUDA_SUCCESS) {
+    device_state.current_pool = nullptr;
+  }
+  return device_state.current_pool;
+}
+
+// Requires state().mutex.
+void use_pool(State& s, CUmemoryPool pool, int device) {
+  if (pool == nullptr) return;
+  auto found = std::find_if(s.pools.begin(), s.pools.end(),
+                            [&](const Pool& known) { return known.pool == pool; });
+  if (found == s.pools.end()) {
+    s.pools.push_back(Pool{pool, device, 0});
+    found = s.pools.end() - 1;
+  }
+  refresh(s, *found);
+}
+
+void refresh_graphs_locked(State& s, int device) noexcept {
+  const driver::Cuda& cuda = driver::cuda();
+  CUdevice handle = 0;
+  std::uint64_t reserved = 0;
+  if (cuda.deviceGetGraphMemAttribute == nullptr ||
+      cuda.deviceGet(&handle, device) != CUDA_SUCCESS ||
+      cuda.deviceGetGraphMemAttribute(handle, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved) !=
+          CUDA_SUCCESS) {
+    return;
+  }
+  DeviceState& device_state = s.devices[device];
+  attribute(device_state, device, static_cast<std::int64_t>(reserved) - device_state.graphs);
+  device_state.graphs = static_cast<std::int64_t>(reserved);
+  device_state.graphs_seen = true;
+}
+
+// This process's memory on a device as NVML lists it.
+std::optional<std::uint64_t> own_usage(int device) noexcept {
+  static const unsigned self = static_cast<unsigned>(::getpid());
+  for (const ProcessMemory& process : device_processes(device)) {
+    if (process.pid == self) return process.used_bytes;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void pool_used(CUmemoryPool pool, int device) noexcept {
+  if (!valid(device)) return;
+  State& s = state();
+  try {
+    const std::lock_guard lock(s.mutex);
+    use_pool(s, pool != nullptr ? pool : current_pool(s.devices[device], device), device);
+  } catch (...) {
+    // Out of memory for the pool list: this pool's reservation goes unseen by events.
+  }
+}
+
+void pool_destroyed(CUmemoryPool pool) noexcept {
+  State& s = state();
+  const std::lock_guard lock(s.mutex);
+  const auto found = std::find_if(s.pools.begin(), s.pools.end(),
+                                  [&](const Pool& known) { return known.pool == pool; });
+  if (found == s.pools.end()) return;
+  if (Channel* target = channel(Stream::exact, found->device)) target->add(-found->counted);
+  for (DeviceState& device_state : s.devices) {
+    if (device_state.current_pool == pool) device_state.current_pool = nullptr;
+  }
+  s.pools.erase(found);
+}
+
+void current_pool_changed(int device) noexcept {
+  if (!valid(device)) return;
+  State& s = state();
+  const std::lock_guard lock(s.mutex);
+  s.devices[device].current_pool = nullptr;
+}
+
+void refresh_pools(int device) noexcept {
+  State& s = state();
+  const std::lock_guard lock(s.mutex);
+  for (Pool& pool : s.pools) {
+    if (device < 0 || pool.device == device) refresh(s, pool);
+  }
+}
+
+void refresh_graphs(int device) noexcept {
+  State& s = state();
+  const std::lock_guard lock(s.mutex);
+  if (valid(device)) return refresh_graphs_locked(s, device);
+  for (int each = 0; each < kMaxDevices; ++each) {
+    if (s.devices[each].graphs_seen) refresh_graphs_locked(s, each);
+  }
+}
+
+void synchronized() noexcept {
+  refresh_pools(-1);
+  refresh_graphs(-1);
+}
+
+bool reconcile(int device) noexcept {
+  if (!valid(device)) return false;
+  const std::optional<std::uint64_t> usage = own_usage(device);
+  State& s = state();
+  const std::lock_guard lock(s.mutex);
+  DeviceState& device_state = s.devices[device];
+  device_state.reconciled = usage.has_value();
+  Channel* target = channel(Stream::exact, device);
+  if (!usage || target == nullptr) return false;
+  const std::int64_t events = target->level() - device_state.other;
+  const std::int64_t other = std::max<std::int64_t>(0, static_cast<std::int64_t>(*usage) - events);
+  target->add(other - device_state.other);
+  device_state.other = other;
+  return true;
+}
+
+void refresh_for_reading(int device) noexcept {
+  if (!valid(device) || !driver::cuda_initialized()) {
+    reconcile(device);
+    return;
+  }
+  {
+    State& s = state();
+    const std::lock_guard lock(s.mutex);
+    try {
+      use_pool(s, current_pool(s.devices[device], device), device);
+    } catch (...) {
+    }
+    for (Pool& pool : s.pools) {
+      if (pool.device == device) refresh(s, pool);
+    }
+    refresh_graphs_locked(s, device);
+  }
+  reconcile(device);
+}
+
+std::uint32_t coverage(int device) noexcept {
+  std::uint32_t covers = coverage::allocations | coverage::vmm;
+  const driver::Cuda& cuda = driver::cuda();
+  if (cuda.memPoolGetAttribute != nullptr) covers |= coverage::pools;
+  if (cuda.deviceGetGraphMemAttribute != nullptr) covers |= coverage::graphs;
+  if (valid(device)) {
+    State& s = state();
+    const std::lock_guard lock(s.mutex);
+    if (s.devices[device].reconciled) covers |= coverage::context;
+  }
+  return covers;
+}
+
+void clear() noexcept {
+  State& s = state();
+  const std::lock_guard lock(s.mutex);
+  s.pools.clear();
+  for (DeviceState& device_state : s.devices) device_state = DeviceState{};
+}
+
+}  // namespace gpumem::peak::footprint
