@@ -23,6 +23,7 @@ Cuda load_cuda() {
   api.driverGetVersion = lib.function<PFN_cuDriverGetVersion>("cuDriverGetVersion");
   api.deviceGetCount = lib.function<PFN_cuDeviceGetCount>("cuDeviceGetCount");
   api.deviceGet = lib.function<PFN_cuDeviceGet>("cuDeviceGet");
+  api.deviceGetName = lib.function<PFN_cuDeviceGetName>("cuDeviceGetName");
   api.deviceGetUuid = lib.function<PFN_cuDeviceGetUuid>({"cuDeviceGetUuid_v2", "cuDeviceGetUuid"});
   api.deviceGetPCIBusId = lib.function<PFN_cuDeviceGetPCIBusId>("cuDeviceGetPCIBusId");
   api.devicePrimaryCtxRetain =
@@ -101,9 +102,18 @@ int cuda_driver_version() noexcept {
 
 std::optional<DriverMemory> driver_memory(int ordinal) noexcept {
   const Cuda& api = cuda();
-  if (!api.loaded || api.memGetInfo == nullptr || api.devicePrimaryCtxGetState == nullptr ||
-      api.devicePrimaryCtxRetain == nullptr || api.devicePrimaryCtxRelease == nullptr ||
-      api.ctxPushCurrent == nullptr || api.ctxPopCurrent == nullptr || !cuda_initialized()) {
+  if (!api.loaded || api.memGetInfo == nullptr || !cuda_initialized()) return std::nullopt;
+  // The calling thread's own context, where it is on that device: nothing to switch.
+  CUcontext current = nullptr;
+  if (api.ctxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr &&
+      context_device(current) == ordinal) {
+    size_t free = 0, total = 0;
+    if (api.memGetInfo(&free, &total) == CUDA_SUCCESS) return DriverMemory{free, total};
+    return std::nullopt;
+  }
+  if (api.devicePrimaryCtxGetState == nullptr || api.devicePrimaryCtxRetain == nullptr ||
+      api.devicePrimaryCtxRelease == nullptr || api.ctxPushCurrent == nullptr ||
+      api.ctxPopCurrent == nullptr) {
     return std::nullopt;
   }
   CUdevice device = 0;

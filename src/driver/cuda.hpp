@@ -19,6 +19,7 @@ struct Cuda {
   abi::PFN_cuDriverGetVersion driverGetVersion = nullptr;
   abi::PFN_cuDeviceGetCount deviceGetCount = nullptr;
   abi::PFN_cuDeviceGet deviceGet = nullptr;
+  abi::PFN_cuDeviceGetName deviceGetName = nullptr;
   abi::PFN_cuDeviceGetUuid deviceGetUuid = nullptr;  // _v2, else v1
   abi::PFN_cuDeviceGetPCIBusId deviceGetPCIBusId = nullptr;
   abi::PFN_cuDevicePrimaryCtxRetain devicePrimaryCtxRetain = nullptr;

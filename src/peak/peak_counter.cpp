@@ -1,5 +1,5 @@
 #include <algorithm>
-#include <atomic>
+#include <mutex>
 #include <optional>
 
 #include "driver/cuda.hpp"
@@ -45,12 +45,6 @@ std::int64_t reserved_bytes(int device) noexcept {
   return memory ? static_cast<std::int64_t>(memory->total - memory->free - memory->used) : 0;
 }
 
-void raise(std::atomic<std::int64_t>& peak, std::int64_t value) noexcept {
-  std::int64_t seen = peak.load(std::memory_order_relaxed);
-  while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
-  }
-}
-
 }  // namespace
 
 std::string_view to_string(Quantity quantity) noexcept {
@@ -89,9 +83,11 @@ struct PeakCounter::State {
   peak::Channel* channel = nullptr;
   peak::CounterSlot slot;
   std::int64_t offset = 0;  // sampled: from NVML's v2 used (the channel's level) to total - free
+  // The device-used figures: reads of one counter may come from several threads.
+  std::mutex device_used_mutex;
   bool device_used_known = false;
   std::int64_t device_used_start = 0;
-  std::atomic<std::int64_t> device_used_peak{0};  // the highest device reading in the window
+  std::int64_t device_used_peak = 0;  // the highest device reading in the window
 
   State(int requested_device, Source requested) : device(resolve_device(requested_device)) {
     source = choose(requested);
@@ -166,9 +162,10 @@ struct PeakCounter::State {
     refresh();
     if (source == Source::sampled) offset = reserved_bytes(device);
     const std::optional<std::int64_t> used = device_used(device);
+    const std::lock_guard lock(device_used_mutex);
     device_used_known = used.has_value();
     device_used_start = used.value_or(0);
-    device_used_peak.store(device_used_start, std::memory_order_relaxed);
+    device_used_peak = device_used_start;
   }
 
   void reset() {
@@ -190,14 +187,22 @@ struct PeakCounter::State {
     reading.peak_bytes = levels.peak + offset;
     if (source == Source::exact) reading.covers = peak::footprint::coverage(device);
     if (source == Source::sampled) reading.covers = coverage::footprint | coverage::other_processes;
-    if (!device_used_known) return reading;
     const std::optional<std::int64_t> now = device_used(device);
-    if (now) raise(device_used_peak, *now);
+    const std::lock_guard lock(device_used_mutex);
+    if (!device_used_known) {
+      // Unreadable at the start (no NVML, and no context yet to ask the driver in): the start is
+      // the first reading less what this counter saw rise since.
+      if (!now) return reading;
+      device_used_start = *now - (levels.current - levels.start);
+      device_used_peak = device_used_start;
+      device_used_known = true;
+    }
+    if (now) device_used_peak = std::max(device_used_peak, *now);
     reading.device_used_start_bytes = device_used_start;
     reading.device_used_current_bytes = now.value_or(device_used_start);
     // What this counter saw rise on top of the start is on the device too.
-    reading.device_used_peak_bytes = std::max(device_used_peak.load(std::memory_order_relaxed),
-                                              device_used_start + (levels.peak - levels.start));
+    reading.device_used_peak_bytes =
+        std::max(device_used_peak, device_used_start + (levels.peak - levels.start));
     if (source == Source::sampled) {
       reading.device_used_peak_bytes = std::max(reading.device_used_peak_bytes, reading.peak_bytes);
     }

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "driver/cuda.hpp"
 #include "driver/nvml.hpp"
 #include "identity/device_map.hpp"
 #include "query/device_errors.hpp"
@@ -10,8 +11,30 @@ namespace gpumem {
 
 namespace {
 
+// Without NVML (or no match in it) the CUDA driver still names the device, and gives its memory
+// where this process has a context on it.
+std::optional<DeviceInfo> describe_by_driver(const identity::MappedDevice& device) {
+  if (device.uuid.empty()) return std::nullopt;
+  DeviceInfo info;
+  info.ordinal = device.ordinal;
+  info.uuid = device.uuid;
+  info.pci_bus_id = device.pci_bus_id;
+  const driver::Cuda& cuda = driver::cuda();
+  abi::CUdevice handle = 0;
+  char name[256] = {};
+  if (cuda.deviceGetName != nullptr &&
+      cuda.deviceGet(&handle, device.ordinal) == abi::CUDA_SUCCESS &&
+      cuda.deviceGetName(name, sizeof name, handle) == abi::CUDA_SUCCESS) {
+    info.name.assign(name, strnlen(name, sizeof name));
+  }
+  if (const auto memory = driver::driver_memory(device.ordinal)) {
+    info.memory = {memory->total, memory->free, memory->total - memory->free, 0};
+  }
+  return info;
+}
+
 std::optional<DeviceInfo> describe(const identity::MappedDevice& device) {
-  if (device.handle == nullptr) return std::nullopt;
+  if (device.handle == nullptr) return describe_by_driver(device);
   const driver::Nvml& nvml = driver::nvml();
   DeviceInfo info;
   info.ordinal = device.ordinal;
