@@ -31,8 +31,15 @@ std::string command_line(const std::vector<std::string>& command) {
 
 }  // namespace
 
+// The process footprint: exactly, the events' peak, but never below what NVML showed the
+// command's processes holding at any sample (contexts and modules, which no event shows).
 std::int64_t command_peak(const RunResult& result, const DeviceTrack& device) {
-  return result.exact ? device.exact_peak : device.tree_peak;
+  return result.exact ? std::max(device.exact_peak, device.tree_peak) : device.tree_peak;
+}
+
+double command_peak_time(const RunResult& result, const DeviceTrack& device) {
+  return result.exact && device.exact_peak >= device.tree_peak ? device.exact_peak_time_s
+                                                               : device.tree_peak_time_s;
 }
 
 std::string summary_text(const RunResult& result) {
@@ -54,11 +61,10 @@ std::string summary_text(const RunResult& result) {
   }
   for (const DeviceTrack& device : result.devices) {
     out += "gpumem: GPU " + std::to_string(device.info.ordinal) + " (" + device.info.name +
-           "): peak " + format_bytes(command_peak(result, device)) +
-           (result.exact ? " allocated" : " used by the command's processes");
-    if (result.exact) {
-      out += ", processes " + format_bytes(device.tree_peak) + " incl. contexts (sampled)";
-    }
+           "): peak " + format_bytes(command_peak(result, device)) + " process footprint";
+    out += result.exact ? " (CUDA events " + format_bytes(device.exact_peak) +
+                              ", NVML's per-process figures " + format_bytes(device.tree_peak) + ")"
+                        : " (NVML's per-process figures, sampled)";
     out += "; device used peak " + format_bytes(device.device_peak) + " (from " +
            format_bytes(device.device_start) + ")\n";
   }
@@ -75,8 +81,9 @@ nlohmann::ordered_json summary_json(const RunResult& result) {
         {"name", device.info.name},
         {"uuid", device.info.uuid},
         {"total_bytes", device.info.memory.total},
+        {"quantity", "process_footprint"},
         {"peak_bytes", command_peak(result, device)},
-        {"peak_time_s", result.exact ? device.exact_peak_time_s : device.tree_peak_time_s},
+        {"peak_time_s", command_peak_time(result, device)},
         {"exact_peak_bytes",
          result.exact ? nlohmann::ordered_json(device.exact_peak) : nlohmann::ordered_json()},
         {"sampled_peak_bytes", device.tree_peak},
