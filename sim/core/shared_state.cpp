@@ -309,6 +309,11 @@ void SharedState::uncharge(unsigned index, std::uint64_t bytes) {
   usage.used.fetch_sub(bytes);
 }
 
+std::uint64_t SharedState::own_bytes(unsigned index) {
+  const int slot = own_slot(index, false);
+  return slot < 0 ? 0 : file_->usage[index].slots[slot].bytes.load(std::memory_order_relaxed);
+}
+
 void SharedState::leave(unsigned index) {
   const int slot = own_slot(index, false);
   if (slot < 0) return;

@@ -94,6 +94,8 @@ class SharedState {
   // The calling process's usage. charge fails (false) when the device lacks the free memory.
   bool charge(unsigned index, std::uint64_t bytes);
   void uncharge(unsigned index, std::uint64_t bytes);
+  // What the calling process holds on the device.
+  std::uint64_t own_bytes(unsigned index);
   // Drops the calling process from the device (its remaining bytes are uncharged).
   void leave(unsigned index);
   // After fork: the child is a new process that owns nothing yet.

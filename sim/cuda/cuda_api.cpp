@@ -1,4 +1,4 @@
-// The simulated CUDA driver: initialisation, devices and contexts.
+// The simulated CUDA driver: initialisation and devices.
 #include <cstring>
 
 #include "core/export.hpp"
@@ -55,6 +55,16 @@ const char* error_string(CUresult error) {
       return "invalid device ordinal";
     case CUDA_ERROR_INVALID_CONTEXT:
       return "invalid device context";
+    case CUDA_ERROR_INVALID_IMAGE:
+      return "device kernel image is invalid";
+    case CUDA_ERROR_ALREADY_MAPPED:
+      return "resource already mapped";
+    case CUDA_ERROR_NOT_MAPPED:
+      return "resource not mapped";
+    case CUDA_ERROR_FILE_NOT_FOUND:
+      return "file not found";
+    case CUDA_ERROR_INVALID_HANDLE:
+      return "invalid resource handle";
     case CUDA_ERROR_NOT_FOUND:
       return "named symbol not found";
     case CUDA_ERROR_CONTEXT_IS_DESTROYED:
@@ -144,62 +154,4 @@ GPUMEM_SIM_EXPORT CUresult cuDeviceTotalMem_v2(std::size_t* bytes, CUdevice devi
   if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *bytes = record(device).total_bytes;
   return CUDA_SUCCESS;
-}
-
-GPUMEM_SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
-  if (const CUresult rc = check_device(device)) return rc;
-  if (context == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (const CUresult rc = cuda::retain_primary(device)) return rc;
-  *context = cuda::primary_context(device);
-  return CUDA_SUCCESS;
-}
-
-GPUMEM_SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
-  if (const CUresult rc = check_device(device)) return rc;
-  return cuda::release_primary(device);
-}
-GPUMEM_SIM_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice device) {
-  return cuDevicePrimaryCtxRelease_v2(device);
-}
-
-GPUMEM_SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice device, unsigned* flags,
-                                                      int* active) {
-  if (const CUresult rc = check_device(device)) return rc;
-  if (flags == nullptr || active == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *flags = 0;
-  *active = cuda::primary_context(device)->retained.load() > 0 ? 1 : 0;
-  return CUDA_SUCCESS;
-}
-
-GPUMEM_SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext context) {
-  if (!cuda::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  if (context != nullptr && cuda::ordinal_of(context) < 0) return CUDA_ERROR_INVALID_CONTEXT;
-  cuda::current_context() = context;
-  return CUDA_SUCCESS;
-}
-
-GPUMEM_SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext* context) {
-  if (!cuda::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  if (context == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *context = cuda::current_context();
-  return CUDA_SUCCESS;
-}
-
-GPUMEM_SIM_EXPORT CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext context) {
-  if (!cuda::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (context == nullptr) context = cuda::current_context();
-  if (context == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
-  const int ordinal = cuda::ordinal_of(context);
-  if (ordinal < 0) return CUDA_ERROR_INVALID_CONTEXT;
-  *device = ordinal;
-  return CUDA_SUCCESS;
-}
-GPUMEM_SIM_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
-  return cuCtxGetDevice_v2(device, nullptr);
-}
-
-GPUMEM_SIM_EXPORT CUresult cuCtxSynchronize() {
-  if (!cuda::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  return cuda::current_context() != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }

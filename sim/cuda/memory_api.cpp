@@ -24,10 +24,12 @@ CUresult allocate_current(CUdeviceptr* pointer, std::size_t bytes, AllocationKin
   return CUDA_SUCCESS;
 }
 
+// cuMemFree takes memory of cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged and the stream-ordered
+// allocations alike (a pool block goes back to its pool).
 CUresult free_pointer(CUdeviceptr pointer) {
   if (!cuda::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (pointer == 0) return CUDA_SUCCESS;
-  return cuda::release(pointer, AllocationKind::device);
+  return cuda::release(pointer);
 }
 
 }  // namespace
@@ -83,7 +85,10 @@ GPUMEM_SIM_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, std::size_
                                                    CUdeviceptr pointer) {
   if (!cuda::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   std::uint64_t found_base = 0, found_bytes = 0;
-  if (!cuda::find_allocation(pointer, &found_base, &found_bytes)) return CUDA_ERROR_NOT_FOUND;
+  if (!cuda::find_allocation(pointer, &found_base, &found_bytes) &&
+      !cuda::find_mapping(pointer, &found_base, &found_bytes)) {
+    return CUDA_ERROR_NOT_FOUND;
+  }
   if (base != nullptr) *base = found_base;
   if (size != nullptr) *size = found_bytes;
   return CUDA_SUCCESS;
@@ -95,70 +100,4 @@ GPUMEM_SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* pointer, std::size_t b
   const cuMemAllocManaged_params params{pointer, bytes, flags};
   return traced(CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, "cuMemAllocManaged", params,
                 [&] { return allocate_current(pointer, bytes, AllocationKind::managed); });
-}
-
-// Stream-ordered allocations complete immediately: the pool never caches freed blocks here.
-GPUMEM_SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* pointer, std::size_t bytes,
-                                           CUstream stream) {
-  const cuMemAllocAsync_params params{pointer, bytes, stream};
-  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, "cuMemAllocAsync", params,
-                [&] { return allocate_current(pointer, bytes, AllocationKind::device); });
-}
-GPUMEM_SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* pointer, std::size_t bytes,
-                                                CUstream stream) {
-  const cuMemAllocAsync_params params{pointer, bytes, stream};
-  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz, "cuMemAllocAsync_ptsz", params,
-                [&] { return allocate_current(pointer, bytes, AllocationKind::device); });
-}
-
-GPUMEM_SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* pointer, std::size_t bytes,
-                                                   CUmemoryPool pool, CUstream stream) {
-  const cuMemAllocFromPoolAsync_params params{pointer, bytes, pool, stream};
-  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", params,
-                [&] { return allocate_current(pointer, bytes, AllocationKind::device); });
-}
-GPUMEM_SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* pointer, std::size_t bytes,
-                                                        CUmemoryPool pool, CUstream stream) {
-  const cuMemAllocFromPoolAsync_params params{pointer, bytes, pool, stream};
-  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz,
-                "cuMemAllocFromPoolAsync_ptsz", params,
-                [&] { return allocate_current(pointer, bytes, AllocationKind::device); });
-}
-
-GPUMEM_SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr pointer, CUstream stream) {
-  const cuMemFreeAsync_params params{pointer, stream};
-  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, "cuMemFreeAsync", params,
-                [&] { return free_pointer(pointer); });
-}
-GPUMEM_SIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr pointer, CUstream stream) {
-  const cuMemFreeAsync_params params{pointer, stream};
-  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz, "cuMemFreeAsync_ptsz", params,
-                [&] { return free_pointer(pointer); });
-}
-
-// Physical memory on prop->location.id (a CUDA ordinal), with or without a current context.
-GPUMEM_SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, std::size_t bytes,
-                                       const CUmemAllocationProp* prop, unsigned long long flags) {
-  const cuMemCreate_params params{handle, bytes, prop, flags};
-  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemCreate, "cuMemCreate", params, [&]() -> CUresult {
-    if (!cuda::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-    if (handle == nullptr || prop == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-    if (prop->locationType != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_NOT_SUPPORTED;
-    if (prop->locationId < 0 || prop->locationId >= cuda::device_count())
-      return CUDA_ERROR_INVALID_DEVICE;
-    const unsigned nvml = cuda::nvml_index(prop->locationId);
-    if (cuda::state().lost(nvml)) return CUDA_ERROR_DEVICE_UNAVAILABLE;
-    std::uint64_t value = 0;
-    if (const CUresult rc = cuda::allocate(nvml, bytes, AllocationKind::vmm, &value)) return rc;
-    *handle = value;
-    return CUDA_SUCCESS;
-  });
-}
-
-GPUMEM_SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
-  const cuMemRelease_params params{handle};
-  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemRelease, "cuMemRelease", params, [&]() -> CUresult {
-    if (!cuda::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-    return cuda::release(handle, AllocationKind::vmm);
-  });
 }

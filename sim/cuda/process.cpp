@@ -6,6 +6,8 @@
 #include <map>
 
 #include "core/visible_devices.hpp"
+#include "driver/abi/cupti.hpp"
+#include "trace_hook.hpp"
 
 namespace gpumem::sim::cuda {
 namespace {
@@ -16,17 +18,27 @@ struct Driver {
   std::atomic<bool> ready{false};
   SharedState* state = nullptr;
   std::vector<unsigned> ordinals;  // NVML index of each CUDA ordinal
-  CUctx_st contexts[kMaxDevices];
-  std::mutex context_mutex;  // serialises primary context creation and destruction
+  CUctx_st contexts[kMaxDevices];  // the primary contexts, by NVML index
+  int reset_debt[kMaxDevices]{};   // references a reset dropped, still to be released
+  // Serialises context creation and destruction; recursive because resource callbacks, fired
+  // under it, may call back into the driver.
+  std::recursive_mutex context_mutex;
+  std::vector<CUctx_st*> created;  // cuCtxCreate contexts, never freed (stale handles stay valid)
 
   std::mutex allocation_mutex;
   std::map<std::uint64_t, Allocation> allocations;
+  std::mutex address_mutex;
   std::uint64_t next_address = 0x7f0000000000ull;
 };
 
 Driver& driver() {
   static Driver* d = new Driver;  // never destroyed: other threads may still call in at exit
   return *d;
+}
+
+std::atomic<std::uint32_t>& next_uid() {
+  static std::atomic<std::uint32_t> next{1};
+  return next;
 }
 
 // A forked child owns none of its parent's memory; its contexts (still current on the forking
@@ -46,9 +58,17 @@ void child_after_fork() {
     for (unsigned i = 0; i < d.state->device_count(); ++i) {
       if (d.contexts[i].retained.load() > 0) d.state->charge(i, d.state->device(i).context_bytes);
     }
+    for (CUctx_st* context : d.created) {
+      if (context->retained.load() > 0)
+        d.state->charge(context->nvml_index, d.state->device(context->nvml_index).context_bytes);
+    }
   }
   d.allocation_mutex.unlock();
   d.context_mutex.unlock();
+  modules_after_fork();
+  vmm_after_fork();
+  pools_after_fork();
+  graphs_after_fork();
 }
 
 void enumerate(Driver& d) {
@@ -68,10 +88,11 @@ void enumerate(Driver& d) {
                                     std::getenv("CUDA_VISIBLE_DEVICES"))) {
     d.ordinals.push_back(static_cast<unsigned>(index));
   }
-  static std::atomic<std::uint32_t> next_uid{1};
   for (unsigned i = 0; i < kMaxDevices; ++i) {
     d.contexts[i].nvml_index = i;
-    d.contexts[i].uid = next_uid++;
+    d.contexts[i].ordinal = ordinal_of_nvml(i);
+    d.contexts[i].primary = true;
+    d.contexts[i].uid = 0;
     d.contexts[i].retained = 0;
   }
   ::pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
@@ -79,8 +100,53 @@ void enumerate(Driver& d) {
   d.ready.store(d.init_result == CUDA_SUCCESS, std::memory_order_release);
 }
 
-std::uint64_t round_up(std::uint64_t value, std::uint64_t to) {
-  return (value + to - 1) / to * to;
+// Charges a new context's memory and announces it (CUPTI's CONTEXT_CREATED comes once the context
+// exists). Called under the context lock.
+CUresult create_locked(CUctx_st& context) {
+  Driver& d = driver();
+  const unsigned nvml = context.nvml_index;
+  if (d.state->lost(nvml)) return CUDA_ERROR_DEVICE_UNAVAILABLE;
+  if (!d.state->charge(nvml, d.state->device(nvml).context_bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+  context.uid = next_uid().fetch_add(1);  // a new context each time, as CUPTI's contextUid tells
+  context.retained.store(1);
+  resource_event(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &context, nullptr);
+  return CUDA_SUCCESS;
+}
+
+bool other_context_alive(unsigned nvml) {
+  Driver& d = driver();
+  if (d.contexts[nvml].retained.load() > 0) return true;
+  for (const CUctx_st* context : d.created) {
+    if (context->nvml_index == nvml && context->retained.load() > 0) return true;
+  }
+  return false;
+}
+
+// Destroys a context: CONTEXT_DESTROY_STARTING, its modules unloaded, every allocation made in it
+// freed (not VMM or stream-ordered memory: cuCtxDestroy's documentation says those belong to no
+// context), then its own memory. A process left holding nothing on the device leaves it (NVML no
+// longer lists it). Called under the context lock.
+void destroy_locked(CUctx_st& context) {
+  Driver& d = driver();
+  const unsigned nvml = context.nvml_index;
+  resource_event(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, &context, nullptr);
+  unload_modules_of(&context);
+  {
+    std::lock_guard allocations(d.allocation_mutex);
+    for (auto it = d.allocations.begin(); it != d.allocations.end();) {
+      const Allocation& a = it->second;
+      if (a.owner != &context || a.kind == AllocationKind::pool ||
+          a.kind == AllocationKind::graph) {
+        ++it;
+        continue;
+      }
+      if (a.kind == AllocationKind::device || a.resident) d.state->uncharge(a.nvml_index, a.bytes);
+      it = d.allocations.erase(it);
+    }
+  }
+  context.retained.store(0);
+  d.state->uncharge(nvml, d.state->device(nvml).context_bytes);
+  if (!other_context_alive(nvml) && d.state->own_bytes(nvml) == 0) d.state->leave(nvml);
 }
 
 }  // namespace
@@ -100,6 +166,13 @@ int device_count() {
 unsigned nvml_index(int ordinal) {
   return driver().ordinals[static_cast<std::size_t>(ordinal)];
 }
+int ordinal_of_nvml(unsigned nvml) {
+  const auto& ordinals = driver().ordinals;
+  for (std::size_t i = 0; i < ordinals.size(); ++i) {
+    if (ordinals[i] == nvml) return static_cast<int>(i);
+  }
+  return -1;
+}
 SharedState& state() {
   return *driver().state;
 }
@@ -109,16 +182,48 @@ CUcontext primary_context(int ordinal) {
 }
 
 int ordinal_of(CUcontext context) {
-  const auto& ordinals = driver().ordinals;
-  for (std::size_t i = 0; i < ordinals.size(); ++i) {
-    if (&driver().contexts[ordinals[i]] == context) return static_cast<int>(i);
+  Driver& d = driver();
+  if (context >= &d.contexts[0] && context < &d.contexts[kMaxDevices]) return context->ordinal;
+  std::lock_guard lock(d.context_mutex);
+  for (const CUctx_st* created : d.created) {
+    if (created == context) return created->ordinal;
   }
   return -1;
 }
 
+namespace {
+struct ContextStack {
+  CUcontext top = nullptr;
+  std::vector<CUcontext> below;
+};
+ContextStack& stack() {
+  thread_local ContextStack s;
+  return s;
+}
+}  // namespace
+
 CUcontext& current_context() {
-  thread_local CUcontext current = nullptr;
-  return current;
+  return stack().top;
+}
+void push_context(CUcontext context) {
+  ContextStack& s = stack();
+  if (s.top != nullptr) s.below.push_back(s.top);
+  s.top = context;
+}
+CUcontext pop_context() {
+  ContextStack& s = stack();
+  const CUcontext popped = s.top;
+  if (s.below.empty()) {
+    s.top = nullptr;
+  } else {
+    s.top = s.below.back();
+    s.below.pop_back();
+  }
+  return popped;
+}
+
+bool context_alive(CUcontext context) {
+  return context != nullptr && context->retained.load(std::memory_order_relaxed) > 0;
 }
 
 CUresult retain_primary(int ordinal) {
@@ -126,11 +231,7 @@ CUresult retain_primary(int ordinal) {
   const unsigned nvml = nvml_index(ordinal);
   std::lock_guard lock(d.context_mutex);
   CUctx_st& context = d.contexts[nvml];
-  if (context.retained.load() == 0) {
-    if (d.state->lost(nvml)) return CUDA_ERROR_DEVICE_UNAVAILABLE;
-    if (!d.state->charge(nvml, d.state->device(nvml).context_bytes))
-      return CUDA_ERROR_OUT_OF_MEMORY;
-  }
+  if (context.retained.load() == 0) return create_locked(context);
   context.retained.fetch_add(1);
   return CUDA_SUCCESS;
 }
@@ -140,29 +241,57 @@ CUresult release_primary(int ordinal) {
   const unsigned nvml = nvml_index(ordinal);
   std::lock_guard lock(d.context_mutex);
   CUctx_st& context = d.contexts[nvml];
-  if (context.retained.load() == 0) return CUDA_ERROR_INVALID_CONTEXT;
-  if (context.retained.fetch_sub(1) > 1) return CUDA_SUCCESS;
-  // Destroying the context frees everything allocated in it (VMM handles outlive it).
-  bool vmm_left = false;
-  {
-    std::lock_guard allocations(d.allocation_mutex);
-    for (auto it = d.allocations.begin(); it != d.allocations.end();) {
-      if (it->second.nvml_index != nvml) {
-        ++it;
-      } else if (it->second.kind == AllocationKind::vmm) {
-        vmm_left = true;
-        ++it;
-      } else {
-        if (it->second.kind == AllocationKind::device) d.state->uncharge(nvml, it->second.bytes);
-        it = d.allocations.erase(it);
-      }
+  if (context.retained.load() == 0) {
+    // "It is safe for other modules to call cuDevicePrimaryCtxRelease() even after resetting".
+    if (d.reset_debt[nvml] > 0) {
+      --d.reset_debt[nvml];
+      return CUDA_SUCCESS;
     }
+    return CUDA_ERROR_INVALID_CONTEXT;
   }
-  if (vmm_left) {
-    d.state->uncharge(nvml, d.state->device(nvml).context_bytes);
-  } else {
-    d.state->leave(nvml);
+  if (context.retained.load() > 1) {
+    context.retained.fetch_sub(1);
+    return CUDA_SUCCESS;
   }
+  destroy_locked(context);
+  return CUDA_SUCCESS;
+}
+
+// Destroys the primary context's resources now; the references taken stay to be released.
+CUresult reset_primary(int ordinal) {
+  Driver& d = driver();
+  const unsigned nvml = nvml_index(ordinal);
+  std::lock_guard lock(d.context_mutex);
+  CUctx_st& context = d.contexts[nvml];
+  const int references = context.retained.load();
+  if (references == 0) return CUDA_SUCCESS;
+  destroy_locked(context);
+  d.reset_debt[nvml] += references;
+  return CUDA_SUCCESS;
+}
+
+CUresult create_context(int ordinal, CUcontext* out) {
+  Driver& d = driver();
+  std::lock_guard lock(d.context_mutex);
+  auto* context = new CUctx_st;
+  context->nvml_index = nvml_index(ordinal);
+  context->ordinal = ordinal;
+  context->primary = false;
+  context->retained = 0;
+  d.created.push_back(context);
+  if (const CUresult rc = create_locked(*context)) return rc;
+  *out = context;
+  return CUDA_SUCCESS;
+}
+
+CUresult destroy_context(CUcontext context) {
+  Driver& d = driver();
+  std::lock_guard lock(d.context_mutex);
+  if (context == nullptr || context->primary || ordinal_of(context) < 0)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (context->retained.load() == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  destroy_locked(*context);
+  if (current_context() == context) pop_context();
   return CUDA_SUCCESS;
 }
 
@@ -177,36 +306,66 @@ CUresult current_device(unsigned* nvml) {
   return CUDA_SUCCESS;
 }
 
-CUresult allocate(unsigned nvml, std::uint64_t bytes, AllocationKind kind, std::uint64_t* address) {
+std::uint64_t new_address_range(std::uint64_t bytes, std::uint64_t alignment) {
   Driver& d = driver();
-  if (kind != AllocationKind::managed && !d.state->charge(nvml, bytes))
+  std::lock_guard lock(d.address_mutex);
+  const std::uint64_t address = round_up(d.next_address, alignment);
+  d.next_address = address + round_up(bytes == 0 ? 1 : bytes, 512);
+  return address;
+}
+
+CUresult allocate(unsigned nvml, std::uint64_t bytes, AllocationKind kind, std::uint64_t* address,
+                  CUmemoryPool pool) {
+  Driver& d = driver();
+  if (kind == AllocationKind::device && !d.state->charge(nvml, bytes))
     return CUDA_ERROR_OUT_OF_MEMORY;
+  *address = new_address_range(bytes, 512);
   std::lock_guard lock(d.allocation_mutex);
-  *address = d.next_address;
-  d.next_address += round_up(bytes == 0 ? 1 : bytes, 512);
-  d.allocations.emplace(*address, Allocation{bytes, nvml, kind});
+  d.allocations.emplace(*address, Allocation{bytes, nvml, kind, current_context(), pool});
   return CUDA_SUCCESS;
 }
 
-CUresult release(std::uint64_t address, AllocationKind kind) {
+void record(std::uint64_t address, const Allocation& allocation) {
+  std::lock_guard lock(driver().allocation_mutex);
+  driver().allocations.emplace(address, allocation);
+}
+
+bool live_allocation(std::uint64_t address) {
+  std::lock_guard lock(driver().allocation_mutex);
+  return driver().allocations.count(address) != 0;
+}
+
+CUresult release(std::uint64_t address) {
   Driver& d = driver();
   Allocation allocation;
   {
     std::lock_guard lock(d.allocation_mutex);
     const auto it = d.allocations.find(address);
-    if (it == d.allocations.end() ||
-        (it->second.kind == AllocationKind::vmm) != (kind == AllocationKind::vmm)) {
-      return CUDA_ERROR_INVALID_VALUE;
-    }
+    if (it == d.allocations.end()) return CUDA_ERROR_INVALID_VALUE;
     allocation = it->second;
     if (allocation.kind != AllocationKind::managed && d.state->lost(allocation.nvml_index)) {
       return CUDA_ERROR_DEVICE_UNAVAILABLE;
     }
     d.allocations.erase(it);
   }
-  if (allocation.kind != AllocationKind::managed)
+  if (allocation.kind == AllocationKind::device || allocation.resident)
     d.state->uncharge(allocation.nvml_index, allocation.bytes);
+  if (allocation.kind == AllocationKind::pool) pool_block_freed(allocation);
+  if (allocation.kind == AllocationKind::graph) graph_block_freed(allocation);
   return CUDA_SUCCESS;
+}
+
+std::mutex& allocation_mutex() {
+  return driver().allocation_mutex;
+}
+
+Allocation* find_locked(std::uint64_t address) {
+  auto& allocations = driver().allocations;
+  auto it = allocations.upper_bound(address);
+  if (it == allocations.begin()) return nullptr;
+  --it;
+  if (address >= it->first + std::max<std::uint64_t>(it->second.bytes, 1)) return nullptr;
+  return &it->second;
 }
 
 bool find_allocation(std::uint64_t address, std::uint64_t* base, std::uint64_t* bytes) {
@@ -215,11 +374,20 @@ bool find_allocation(std::uint64_t address, std::uint64_t* base, std::uint64_t* 
   auto it = d.allocations.upper_bound(address);
   if (it == d.allocations.begin()) return false;
   --it;
-  if (it->second.kind == AllocationKind::vmm) return false;
   if (address >= it->first + std::max<std::uint64_t>(it->second.bytes, 1)) return false;
   *base = it->first;
   *bytes = it->second.bytes;
   return true;
+}
+
+void resource_event(std::uint32_t cbid, CUcontext context, void* descriptor) {
+  const GpumemSimDispatch dispatch = g_dispatch.load(std::memory_order_acquire);
+  if (dispatch == nullptr) return;
+  CUpti_ResourceData data{};
+  data.context = context;
+  data.resourceHandle = nullptr;
+  data.resourceDescriptor = descriptor;
+  dispatch(CUPTI_CB_DOMAIN_RESOURCE, cbid, &data);
 }
 
 }  // namespace gpumem::sim::cuda

@@ -7,9 +7,9 @@
 
 #include "driver/abi/cupti.hpp"
 
+// cbdata: a CUpti_CallbackData for the API domains, a CUpti_ResourceData for the resource domain.
 extern "C" {
-using GpumemSimDispatch = void (*)(int domain, std::uint32_t cbid,
-                                   const gpumem::abi::CUpti_CallbackData* data);
+using GpumemSimDispatch = void (*)(int domain, std::uint32_t cbid, const void* cbdata);
 }
 
 namespace gpumem::sim::cuda {

@@ -26,6 +26,8 @@ CUresult cuMemAlloc_v2(CUdeviceptr* pointer, std::size_t bytes);
 CUresult cuMemFree_v2(CUdeviceptr pointer);
 CUresult cuMemAllocAsync(CUdeviceptr* pointer, std::size_t bytes, CUstream stream);
 CUresult cuMemFreeAsync(CUdeviceptr pointer, CUstream stream);
+CUresult cuCtxSynchronize();
+CUresult cuStreamSynchronize(CUstream stream);
 GpumemSimDispatch gpumemSimCallbackDispatcher();
 }
 
@@ -42,7 +44,13 @@ enum : std::uint32_t {
   kCbidGetDeviceCount = 3,
   kCbidSetDevice = 16,
   kCbidGetDevice = 17,
+  kCbidDeviceSynchronize = 165,  // cudaDeviceSynchronize_v3020
+  kCbidStreamSynchronize = 131,  // cudaStreamSynchronize_v3020
 };
+struct cudaStreamSynchronize_v3020_params {
+  cudaStream_t stream;
+};
+struct NoParams {};
 
 struct cudaSetDevice_v3020_params {
   int device;
@@ -207,8 +215,21 @@ GPUMEM_SIM_EXPORT cudaError_t cudaFreeAsync(void* pointer, cudaStream_t stream) 
   });
 }
 
+// Synchronisation is where stream-ordered pools give back memory above their release threshold.
 GPUMEM_SIM_EXPORT cudaError_t cudaDeviceSynchronize() {
-  return runtime_error(ensure_context());
+  const NoParams params{};
+  return traced(kCbidDeviceSynchronize, "cudaDeviceSynchronize_v3020", params, [&] {
+    if (const CUresult rc = ensure_context()) return runtime_error(rc);
+    return runtime_error(cuCtxSynchronize());
+  });
+}
+
+GPUMEM_SIM_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  const cudaStreamSynchronize_v3020_params params{stream};
+  return traced(kCbidStreamSynchronize, "cudaStreamSynchronize_v3020", params, [&] {
+    if (const CUresult rc = ensure_context()) return runtime_error(rc);
+    return runtime_error(cuStreamSynchronize(stream));
+  });
 }
 
 GPUMEM_SIM_EXPORT const char* cudaGetErrorString(cudaError_t error) {

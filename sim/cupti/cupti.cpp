@@ -29,7 +29,7 @@ CUpti_Subscriber_st g_subscriber;
 std::atomic<bool> g_claimed{
     false};  // taken before the subscriber is set up, so races have one winner
 
-void dispatch(int domain, std::uint32_t cbid, const CUpti_CallbackData* data) {
+void dispatch(int domain, std::uint32_t cbid, const void* data) {
   CUpti_Subscriber_st& s = g_subscriber;
   if (!s.active.load(std::memory_order_acquire)) return;
   if (domain <= 0 || domain >= CUpti_Subscriber_st::kDomains ||

@@ -275,8 +275,16 @@ class Workload {
       prop.type = 1;
       prop.locationType = CU_MEM_LOCATION_TYPE_DEVICE;
       prop.locationId = device;
+      // Sizes are rounded up to the granularity, as CUDA's samples do.
+      using Granularity = CUresult (*)(std::size_t*, const CUmemAllocationProp*, int);
+      std::size_t granularity = 0;
+      check(need<Granularity>(driver_library_, "cuMemGetAllocationGranularity")(
+                &granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+            "cuMemGetAllocationGranularity");
       CUmemGenericAllocationHandle handle = 0;
-      check(cuda_.memCreate(&handle, bytes, &prop, 0), "cuMemCreate");
+      check(
+          cuda_.memCreate(&handle, (bytes + granularity - 1) / granularity * granularity, &prop, 0),
+          "cuMemCreate");
       remember(name, Kind::vmm, handle);
     } else if (op == "vmm_free") {
       check(cuda_.memRelease(take(word(step, 1, "name"), Kind::vmm).value), "cuMemRelease");

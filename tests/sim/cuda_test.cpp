@@ -266,16 +266,23 @@ TEST(simCuda, AllocationKinds) {
   EXPECT_EQ(nvml_used(0), 0u);
   ASSERT_EQ(cuda.free(p), CUDA_SUCCESS);
 
+  // Stream-ordered: the pool's reservation shows (2 MiB pages), kept after the free until a
+  // synchronisation trims it to the release threshold (0).
   for (const char* symbol : {"cuMemAllocAsync", "cuMemAllocAsync_ptsz"}) {
     ASSERT_EQ(cuda.lib.get<PFN_cuMemAllocAsync>(symbol)(&p, 2 * MiB, nullptr), CUDA_SUCCESS);
     EXPECT_EQ(nvml_used(0), 2 * MiB) << symbol;
     ASSERT_EQ(cuda.lib.get<PFN_cuMemFreeAsync>("cuMemFreeAsync_ptsz")(p, nullptr), CUDA_SUCCESS);
+    EXPECT_EQ(nvml_used(0), 2 * MiB) << symbol;
   }
-  ASSERT_EQ(cuda.lib.get<PFN_cuMemAllocFromPoolAsync>("cuMemAllocFromPoolAsync")(&p, 4 * MiB,
-                                                                                 nullptr, nullptr),
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(cuda.lib.get<PFN_cuDeviceGetMemPool>("cuDeviceGetMemPool")(&pool, 1), CUDA_SUCCESS);
+  ASSERT_EQ(cuda.lib.get<PFN_cuMemAllocFromPoolAsync>("cuMemAllocFromPoolAsync")(&p, 3 * MiB, pool,
+                                                                                 nullptr),
             CUDA_SUCCESS);
   EXPECT_EQ(nvml_used(0), 4 * MiB);
   ASSERT_EQ(cuda.lib.get<PFN_cuMemFreeAsync>("cuMemFreeAsync")(p, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(nvml_used(0), 4 * MiB);
+  ASSERT_EQ(cuda.lib.get<CUresult (*)()>("cuCtxSynchronize")(), CUDA_SUCCESS);
   EXPECT_EQ(nvml_used(0), 0u);
 
   // cuMemCreate charges prop.location.id (CUDA 0 = NVML 1), not the current context's device.

@@ -183,10 +183,13 @@ TEST(simCupti, EveryDriverMemoryCallFires) {
   ASSERT_EQ(cuda.lib.get<PFN_cuMemAllocAsync>("cuMemAllocAsync_ptsz")(&p, 64, nullptr),
             CUDA_SUCCESS);
   ASSERT_EQ(cuda.lib.get<PFN_cuMemFreeAsync>("cuMemFreeAsync")(p, nullptr), CUDA_SUCCESS);
-  ASSERT_EQ(cuda.lib.get<PFN_cuMemAllocFromPoolAsync>("cuMemAllocFromPoolAsync_ptsz")(
-                &p, 64, nullptr, nullptr),
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(cuda.lib.get<PFN_cuDeviceGetMemPool>("cuDeviceGetMemPool")(&pool, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuda.lib.get<PFN_cuMemAllocFromPoolAsync>("cuMemAllocFromPoolAsync_ptsz")(&p, 64, pool,
+                                                                                      nullptr),
             CUDA_SUCCESS);
   CUmemAllocationProp prop{};
+  prop.type = 1;
   prop.locationType = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.locationId = 1;
   CUmemGenericAllocationHandle handle = 0;
@@ -202,7 +205,7 @@ TEST(simCupti, EveryDriverMemoryCallFires) {
       (std::vector<CUpti_CallbackId>{
           CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
           CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
-          CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
+          CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, CUPTI_DRIVER_TRACE_CBID_cuDeviceGetMemPool,
           CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
           CUPTI_DRIVER_TRACE_CBID_cuMemRelease}));
   const Event& create = recorder.events[recorder.events.size() - 4];

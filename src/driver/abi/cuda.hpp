@@ -17,6 +17,8 @@ using CUmodule = struct CUmod_st*;
 using CUevent = struct CUevent_st*;
 using CUgraph = struct CUgraph_st*;
 using CUgraphExec = struct CUgraphExec_st*;
+using CUgraphNode = struct CUgraphNode_st*;
+using CUfunction = struct CUfunc_st*;
 using CUdeviceptr = unsigned long long;
 using CUmemGenericAllocationHandle = unsigned long long;
 struct CUuuid {
@@ -34,7 +36,12 @@ enum : int {
   CUDA_ERROR_DEVICE_UNAVAILABLE = 46,
   CUDA_ERROR_NO_DEVICE = 100,
   CUDA_ERROR_INVALID_DEVICE = 101,
+  CUDA_ERROR_INVALID_IMAGE = 200,
   CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_ALREADY_MAPPED = 208,
+  CUDA_ERROR_NOT_MAPPED = 211,
+  CUDA_ERROR_FILE_NOT_FOUND = 301,
+  CUDA_ERROR_INVALID_HANDLE = 400,
   CUDA_ERROR_NOT_FOUND = 500,
   CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
   CUDA_ERROR_NOT_PERMITTED = 800,
@@ -67,8 +74,18 @@ constexpr const char* cuda_result_name(CUresult code) noexcept {
       return "CUDA_ERROR_NO_DEVICE";
     case CUDA_ERROR_INVALID_DEVICE:
       return "CUDA_ERROR_INVALID_DEVICE";
+    case CUDA_ERROR_INVALID_IMAGE:
+      return "CUDA_ERROR_INVALID_IMAGE";
     case CUDA_ERROR_INVALID_CONTEXT:
       return "CUDA_ERROR_INVALID_CONTEXT";
+    case CUDA_ERROR_ALREADY_MAPPED:
+      return "CUDA_ERROR_ALREADY_MAPPED";
+    case CUDA_ERROR_NOT_MAPPED:
+      return "CUDA_ERROR_NOT_MAPPED";
+    case CUDA_ERROR_FILE_NOT_FOUND:
+      return "CUDA_ERROR_FILE_NOT_FOUND";
+    case CUDA_ERROR_INVALID_HANDLE:
+      return "CUDA_ERROR_INVALID_HANDLE";
     case CUDA_ERROR_NOT_FOUND:
       return "CUDA_ERROR_NOT_FOUND";
     case CUDA_ERROR_CONTEXT_IS_DESTROYED:
@@ -101,8 +118,50 @@ struct CUmemAllocationProp {
 static_assert(offsetof(CUmemAllocationProp, locationType) == 8);
 static_assert(offsetof(CUmemAllocationProp, locationId) == 12);
 
-// CUmemPool_attribute: what a stream-ordered pool holds (cuMemPoolGetAttribute, cuuint64_t values).
+// CUmemLocation / CUmemAccessDesc (cuMemSetAccess, cuMemPrefetchAsync_v2).
+enum : int { CU_MEM_LOCATION_TYPE_HOST = 2 };
+struct CUmemLocation {
+  int type;  // CU_MEM_LOCATION_TYPE_*
+  int id;
+};
+struct CUmemAccessDesc {
+  CUmemLocation location;
+  int flags;  // CU_MEM_ACCESS_FLAGS_PROT_* (3: read-write)
+};
+static_assert(sizeof(CUmemAccessDesc) == 12);
+// CUmemAllocationGranularity_flags.
+enum : int { CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1 };
+
+// CUmemPoolProps (cuMemPoolCreate, and inside CUDA_MEM_ALLOC_NODE_PARAMS).
+struct CUmemPoolProps {
+  int allocType;  // CU_MEM_ALLOCATION_TYPE_PINNED = 1
+  int handleTypes;
+  CUmemLocation location;
+  void* win32SecurityAttributes;
+  size_t maxSize;  // 0: a system-dependent default
+  unsigned short usage;
+  unsigned char reserved[54];
+};
+static_assert(offsetof(CUmemPoolProps, location) == 8);
+static_assert(offsetof(CUmemPoolProps, maxSize) == 24);
+static_assert(sizeof(CUmemPoolProps) == 88);
+
+// CUDA_MEM_ALLOC_NODE_PARAMS_v1 (cuGraphAddMemAllocNode): dptr is written by the driver.
+struct CUDA_MEM_ALLOC_NODE_PARAMS {
+  CUmemPoolProps poolProps;
+  const CUmemAccessDesc* accessDescs;
+  size_t accessDescCount;
+  size_t bytesize;
+  CUdeviceptr dptr;
+};
+static_assert(offsetof(CUDA_MEM_ALLOC_NODE_PARAMS, bytesize) == 104);
+static_assert(sizeof(CUDA_MEM_ALLOC_NODE_PARAMS) == 120);
+
+// CUmemPool_attribute: what a stream-ordered pool holds (cuuint64_t values; REUSE_* take int).
 enum : int {
+  CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES = 1,
+  CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC = 2,
+  CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES = 3,
   CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
   CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5,
   CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6,

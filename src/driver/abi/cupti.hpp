@@ -34,26 +34,45 @@ enum : int { CUPTI_API_ENTER = 0, CUPTI_API_EXIT = 1 };
 
 enum : CUpti_CallbackId {
   CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize = 17,
+  CUPTI_DRIVER_TRACE_CBID_cuModuleLoad = 18,
+  CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData = 19,
+  CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx = 20,
+  CUPTI_DRIVER_TRACE_CBID_cuModuleUnload = 22,
+  CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction = 23,
   CUPTI_DRIVER_TRACE_CBID_cuMemAlloc = 29,
   CUPTI_DRIVER_TRACE_CBID_cuMemFree = 33,
   CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize = 121,
   CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize = 126,
+  CUPTI_DRIVER_TRACE_CBID_cuCtxCreate_v2 = 235,
   CUPTI_DRIVER_TRACE_CBID_cuMemGetInfo_v2 = 242,
   CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2 = 243,
   CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2 = 244,
   CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2 = 245,
+  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel = 307,
+  CUPTI_DRIVER_TRACE_CBID_cuCtxDestroy_v2 = 322,
+  CUPTI_DRIVER_TRACE_CBID_cuCtxPushCurrent_v2 = 323,
+  CUPTI_DRIVER_TRACE_CBID_cuCtxPopCurrent_v2 = 324,
   CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged = 371,
+  CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxRetain = 386,
   CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz = 440,
+  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz = 442,
+  CUPTI_DRIVER_TRACE_CBID_cuMemPrefetchAsync = 467,
+  CUPTI_DRIVER_TRACE_CBID_cuGraphCreate = 501,
   CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch = 514,
   CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz = 515,
   CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy = 516,
+  CUPTI_DRIVER_TRACE_CBID_cuGraphDestroy = 517,
+  CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxRelease_v2 = 544,
+  CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset_v2 = 545,
   CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve = 547,
   CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree = 548,
   CUPTI_DRIVER_TRACE_CBID_cuMemCreate = 549,
   CUPTI_DRIVER_TRACE_CBID_cuMemRelease = 550,
   CUPTI_DRIVER_TRACE_CBID_cuMemMap = 551,
   CUPTI_DRIVER_TRACE_CBID_cuMemUnmap = 552,
+  CUPTI_DRIVER_TRACE_CBID_cuMemSetAccess = 553,
   CUPTI_DRIVER_TRACE_CBID_cuMemImportFromShareableHandle = 555,
+  CUPTI_DRIVER_TRACE_CBID_cuMemGetAllocationGranularity = 556,
   CUPTI_DRIVER_TRACE_CBID_cuMemRetainAllocationHandle = 565,
   CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2 = 578,
   CUPTI_DRIVER_TRACE_CBID_cuGraphUpload = 580,
@@ -63,14 +82,26 @@ enum : CUpti_CallbackId {
   CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync = 600,
   CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz = 601,
   CUPTI_DRIVER_TRACE_CBID_cuMemPoolTrimTo = 602,
+  CUPTI_DRIVER_TRACE_CBID_cuMemPoolSetAttribute = 603,
+  CUPTI_DRIVER_TRACE_CBID_cuMemPoolGetAttribute = 604,
+  CUPTI_DRIVER_TRACE_CBID_cuDeviceGetDefaultMemPool = 606,
+  CUPTI_DRIVER_TRACE_CBID_cuMemPoolCreate = 607,
   CUPTI_DRIVER_TRACE_CBID_cuMemPoolDestroy = 608,
   CUPTI_DRIVER_TRACE_CBID_cuDeviceSetMemPool = 609,
+  CUPTI_DRIVER_TRACE_CBID_cuDeviceGetMemPool = 610,
   CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync = 611,
   CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz = 612,
+  CUPTI_DRIVER_TRACE_CBID_cuGraphAddMemAllocNode = 638,
+  CUPTI_DRIVER_TRACE_CBID_cuGraphAddMemFreeNode = 639,
   CUPTI_DRIVER_TRACE_CBID_cuDeviceGraphMemTrim = 640,
+  CUPTI_DRIVER_TRACE_CBID_cuDeviceGetGraphMemAttribute = 641,
+  CUPTI_DRIVER_TRACE_CBID_cuDeviceSetGraphMemAttribute = 642,
   CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags = 643,
+  CUPTI_DRIVER_TRACE_CBID_cuCtxCreate_v3 = 645,
   CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams = 656,
   CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz = 657,
+  CUPTI_DRIVER_TRACE_CBID_cuMemPrefetchAsync_v2 = 716,
+  CUPTI_DRIVER_TRACE_CBID_cuCtxCreate_v4 = 757,
   CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2 = 800,
 };
 enum : CUpti_CallbackId {
@@ -200,6 +231,156 @@ struct cuDeviceSetMemPool_params {
 };
 struct cuDeviceGraphMemTrim_params {
   CUdevice device;
+};
+struct cuCtxCreate_v2_params {
+  CUcontext* pctx;
+  unsigned int flags;
+  CUdevice dev;
+};
+struct cuCtxCreate_v3_params {
+  CUcontext* pctx;
+  void* paramsArray;  // CUexecAffinityParam*
+  int numParams;
+  unsigned int flags;
+  CUdevice dev;
+};
+struct cuCtxCreate_v4_params {
+  CUcontext* pctx;
+  void* ctxCreateParams;  // CUctxCreateParams*
+  unsigned int flags;
+  CUdevice dev;
+};
+struct cuCtxDestroy_v2_params {
+  CUcontext ctx;
+};
+struct cuDevicePrimaryCtxRetain_params {
+  CUcontext* pctx;
+  CUdevice dev;
+};
+struct cuDevicePrimaryCtxRelease_v2_params {
+  CUdevice dev;
+};
+struct cuDevicePrimaryCtxReset_v2_params {
+  CUdevice dev;
+};
+struct cuModuleLoad_params {
+  CUmodule* module;
+  const char* fname;
+};
+struct cuModuleLoadData_params {
+  CUmodule* module;
+  const void* image;
+};
+struct cuModuleLoadDataEx_params {
+  CUmodule* module;
+  const void* image;
+  unsigned int numOptions;
+  void* options;  // CUjit_option*
+  void** optionValues;
+};
+struct cuModuleUnload_params {
+  CUmodule hmod;
+};
+struct cuModuleGetFunction_params {
+  CUfunction* hfunc;
+  CUmodule hmod;
+  const char* name;
+};
+struct cuMemGetAllocationGranularity_params {
+  size_t* granularity;
+  const CUmemAllocationProp* prop;
+  int option;
+};
+struct cuMemAddressReserve_params {
+  CUdeviceptr* ptr;
+  size_t size;
+  size_t alignment;
+  CUdeviceptr addr;
+  unsigned long long flags;
+};
+struct cuMemAddressFree_params {
+  CUdeviceptr ptr;
+  size_t size;
+};
+struct cuMemSetAccess_params {
+  CUdeviceptr ptr;
+  size_t size;
+  const CUmemAccessDesc* desc;
+  size_t count;
+};
+struct cuDeviceGetDefaultMemPool_params {
+  CUmemoryPool* pool_out;
+  CUdevice dev;
+};
+struct cuDeviceGetMemPool_params {
+  CUmemoryPool* pool;
+  CUdevice dev;
+};
+struct cuMemPoolCreate_params {
+  CUmemoryPool* pool;
+  const CUmemPoolProps* poolProps;
+};
+struct cuMemPoolGetAttribute_params {
+  CUmemoryPool pool;
+  int attr;
+  void* value;
+};
+using cuMemPoolSetAttribute_params = cuMemPoolGetAttribute_params;
+struct cuStreamSynchronize_params {
+  CUstream hStream;
+};
+struct cuEventSynchronize_params {
+  CUevent hEvent;
+};
+struct cuCtxSynchronize_v2_params {
+  CUcontext ctx;
+};
+struct cuGraphCreate_params {
+  CUgraph* phGraph;
+  unsigned int flags;
+};
+struct cuGraphAddMemAllocNode_params {
+  CUgraphNode* phGraphNode;
+  CUgraph hGraph;
+  const CUgraphNode* dependencies;
+  size_t numDependencies;
+  CUDA_MEM_ALLOC_NODE_PARAMS* nodeParams;
+};
+struct cuGraphAddMemFreeNode_params {
+  CUgraphNode* phGraphNode;
+  CUgraph hGraph;
+  const CUgraphNode* dependencies;
+  size_t numDependencies;
+  CUdeviceptr dptr;
+};
+struct cuGraphInstantiateWithFlags_params {
+  CUgraphExec* phGraphExec;
+  CUgraph hGraph;
+  unsigned long long flags;
+};
+struct cuGraphUpload_params {
+  CUgraphExec hGraph;
+  CUstream hStream;
+};
+using cuGraphLaunch_params = cuGraphUpload_params;
+struct cuGraphExecDestroy_params {
+  CUgraphExec hGraphExec;
+};
+struct cuGraphDestroy_params {
+  CUgraph hGraph;
+};
+struct cuDeviceGetGraphMemAttribute_params {
+  CUdevice device;
+  int attr;
+  void* value;
+};
+using cuDeviceSetGraphMemAttribute_params = cuDeviceGetGraphMemAttribute_params;
+struct cuMemPrefetchAsync_v2_params {
+  CUdeviceptr devPtr;
+  size_t count;
+  CUmemLocation location;
+  unsigned int flags;
+  CUstream hStream;
 };
 // Runtime-domain params share this head: {void** devPtr; size_t size; ...} / {void* devPtr}.
 struct cudaMalloc_v3020_params {
