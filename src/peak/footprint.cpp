@@ -117,12 +117,16 @@ void refresh_graphs_locked(State& s, int device) noexcept {
   device_state.graphs_seen = true;
 }
 
-// This process's memory on a device as NVML lists it.
-std::optional<std::uint64_t> own_usage(int device) noexcept {
+// This process's memory on a device as NVML lists it. Once listed, a process that is no longer
+// listed holds nothing there; never listed, NVML cannot tell (it may list host PIDs that differ
+// from ours, in a container).
+std::optional<std::uint64_t> own_usage(int device, bool listed_before) noexcept {
   static const unsigned self = static_cast<unsigned>(::getpid());
-  for (const ProcessMemory& process : device_processes(device)) {
+  const std::vector<ProcessMemory> processes = device_processes(device);
+  for (const ProcessMemory& process : processes) {
     if (process.pid == self) return process.used_bytes;
   }
+  if (listed_before && gpu_mem_get_bytes(device).has_value()) return 0;
   return std::nullopt;
 }
 
@@ -183,8 +187,13 @@ void synchronized() noexcept {
 
 bool reconcile(int device) noexcept {
   if (!valid(device)) return false;
-  const std::optional<std::uint64_t> usage = own_usage(device);
   State& s = state();
+  bool listed_before = false;
+  {
+    const std::lock_guard lock(s.mutex);
+    listed_before = s.devices[device].reconciled;
+  }
+  const std::optional<std::uint64_t> usage = own_usage(device, listed_before);
   const std::lock_guard lock(s.mutex);
   DeviceState& device_state = s.devices[device];
   device_state.reconciled = usage.has_value();

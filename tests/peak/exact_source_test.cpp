@@ -127,13 +127,26 @@ TEST(ExactSource, PitchAsyncAndVirtualMemory) {
   ASSERT_EQ(pitch, 1024u);
   EXPECT_EQ(used_delta(zero), 3072);
 
+  // A stream-ordered allocation takes what its pool reserves (the pool's growth step, 2 MiB on
+  // the simulated driver), and the pool keeps it after the free.
   CUdeviceptr async_block = 0;
   ASSERT_EQ(alloc_async(&async_block, 777, nullptr), CUDA_SUCCESS);
-  EXPECT_EQ(used_delta(zero), 3072 + 777);
+  CUmemoryPool pool = nullptr;
+  std::uint64_t reserved = 0;
+  ASSERT_EQ(sim_symbol<PFN_cuDeviceGetMemPool>("libcuda.so.1", "cuDeviceGetMemPool")(&pool, 0),
+            CUDA_SUCCESS);
+  ASSERT_EQ(sim_symbol<PFN_cuMemPoolGetAttribute>("libcuda.so.1", "cuMemPoolGetAttribute")(
+                pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved),
+            CUDA_SUCCESS);
+  ASSERT_EQ(reserved, 2 * MiB);
+  EXPECT_EQ(used_delta(zero), static_cast<std::int64_t>(3072 + reserved));
   ASSERT_EQ(free_async(async_block, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(mem_free(pitched), CUDA_SUCCESS);
+  EXPECT_EQ(used_delta(zero), static_cast<std::int64_t>(reserved));
+  EXPECT_EQ(peak_delta(zero), static_cast<std::int64_t>(3072 + reserved));
+  ASSERT_EQ(sim_symbol<PFN_cuMemPoolTrimTo>("libcuda.so.1", "cuMemPoolTrimTo")(pool, 0),
+            CUDA_SUCCESS);
   EXPECT_EQ(used_delta(zero), 0);
-  EXPECT_EQ(peak_delta(zero), 3072 + 777);
 
   // VMM: the device is the allocation's location, not the current context's.
   CUmemAllocationProp prop{};
