@@ -40,11 +40,15 @@ for ordinal in range(ok(d.cuDeviceGetCount())):
         pci=ok(d.cuDeviceGetPCIBusId(64, dev)).split(b"\\0")[0].decode(),
         total=ok(d.cuDeviceTotalMem(dev)),
     ))
+import pynvml
+pynvml.nvmlInit()
 emit(version=ok(d.cuDriverGetVersion()), devices=devices,
+     nvml_cuda_version=pynvml.nvmlSystemGetCudaDriverVersion(),
      error_name=ok(d.cuGetErrorName(d.CUresult.CUDA_ERROR_INVALID_VALUE)).decode(),
      error_string=ok(d.cuGetErrorString(d.CUresult.CUDA_ERROR_OUT_OF_MEMORY)).decode())
 """)
-    assert values["version"] == CONFIG["cuda_driver_version"]
+    # The driver and NVML name the same CUDA version.
+    assert values["version"] == values["nvml_cuda_version"] == CONFIG["cuda_driver_version"]
     assert values["error_name"] == "CUDA_ERROR_INVALID_VALUE"
     assert values["error_string"] == "out of memory"
     held = gpu.show()
