@@ -10,11 +10,10 @@
 // (PFN_<name>_v<version>[_ptsz|_ptds]). Each answer is the simulator's own export of that
 // variant, found in this library's dynamic symbol table, so a variant the simulator does not
 // implement resolves to nothing (CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND), as on a driver that lacks
-// it. tests/sim/proc_address_test.cpp checks that every export in cuda.map is reachable here.
+// it. tests/clients/proc_address_test.cpp checks that every export in cuda.map is reachable here.
 #include <dlfcn.h>
 
 #include <cstdint>
-#include <cstring>
 #include <string_view>
 
 #include "core/export.hpp"
