@@ -2,6 +2,8 @@
 through cuGetProcAddress) against the simulated driver: each call gpumem makes through libcuda
 (src/driver/cuda.cpp, src/driver/abi/cuda.hpp) agrees with what the simulator holds."""
 
+import pytest
+
 from conftest import CONFIG, MIB
 
 # Helpers of the scenarios: a call that must succeed, and the simulator's view from inside.
@@ -195,3 +197,81 @@ emit(cases={k: [v[0], v[1]] for k, v in cases.items()})
     assert cases["cuMemAllocAsync@11000"][0] == [0, 0, too_new]
     # "If the specified CUDA version is greater than the driver version": INVALID_VALUE (1).
     assert cases["cuInit@13010"][0][:2] == [1, 0]
+
+
+# The entry points a scenario needs; it is skipped where the simulated driver lacks one of them.
+NEEDS = """
+VERSIONS = (2000, 3020, 4000, 10020, 11000, 11020, 11040, 12000, 13000)
+def resolvable(*names):
+    missing = [n for n in names
+               if not any(d.cuGetProcAddress(n.encode(), v, 0)[1] for v in VERSIONS)]
+    if missing:
+        emit(skipped="the simulated driver lacks " + ", ".join(missing))
+        raise SystemExit(0)
+"""
+
+
+def test_vmm_memory_lives_until_unmapped(gpu):
+    values = gpu.run(PRELUDE + NEEDS + """
+resolvable("cuMemCreate", "cuMemRelease", "cuMemAddressReserve", "cuMemMap", "cuMemUnmap",
+           "cuMemAddressFree", "cuMemRetainAllocationHandle")
+ok(d.cuInit(0))
+dev = ok(d.cuDeviceGet(0))
+ok(d.cuCtxSetCurrent(ok(d.cuDevicePrimaryCtxRetain(dev))))
+prop = d.CUmemAllocationProp()
+prop.type = d.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+prop.location.type = d.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+prop.location.id = int(dev)
+size = 64 << 20
+handle = ok(d.cuMemCreate(size, prop, 0))
+va = ok(d.cuMemAddressReserve(size, 0, 0, 0))
+ok(d.cuMemMap(va, size, 0, handle, 0))
+retained = ok(d.cuMemRetainAllocationHandle(va))
+ok(d.cuMemRelease(retained))
+ok(d.cuMemRelease(handle))            # the last handle, while still mapped
+mapped = show()
+ok(d.cuMemUnmap(va, size))
+unmapped = show()
+ok(d.cuMemAddressFree(va, size))
+emit(mapped=mine(mapped, 1), unmapped=mine(unmapped, 1))
+""")
+    if "skipped" in values:
+        pytest.skip(values["skipped"])
+    # cuMemRelease: "the memory is freed when all outstanding mappings to it are unmapped".
+    assert values == {"mapped": (500 + 64) * MIB, "unmapped": 500 * MIB}
+
+
+def test_stream_ordered_pool_agrees(gpu):
+    values = gpu.run(PRELUDE + NEEDS + """
+resolvable("cuDeviceGetMemPool", "cuMemPoolGetAttribute", "cuMemPoolTrimTo", "cuMemAllocAsync",
+           "cuMemFreeAsync", "cuCtxSynchronize")
+A = d.CUmemPool_attribute
+ok(d.cuInit(0))
+dev = ok(d.cuDeviceGet(0))
+ok(d.cuCtxSetCurrent(ok(d.cuDevicePrimaryCtxRetain(dev))))
+pool = ok(d.cuDeviceGetMemPool(dev))
+def attribute(name):
+    return int(ok(d.cuMemPoolGetAttribute(pool, getattr(A, name))))
+def reading():
+    return dict(mine=mine(show(), 1), reserved=attribute("CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT"),
+                used=attribute("CU_MEMPOOL_ATTR_USED_MEM_CURRENT"))
+ptr = ok(d.cuMemAllocAsync(64 << 20, d.CUstream(0)))
+held = reading()
+ok(d.cuMemFreeAsync(ptr, d.CUstream(0)))
+ok(d.cuCtxSynchronize())
+synchronized = reading()
+ok(d.cuMemPoolTrimTo(pool, 0))
+trimmed = reading()
+emit(held=held, synchronized=synchronized, trimmed=trimmed)
+""")
+    if "skipped" in values:
+        pytest.skip(values["skipped"])
+    context = 500 * MIB
+    held = values["held"]
+    assert held["used"] == 64 * MIB and held["reserved"] >= held["used"]
+    # The process holds what the pool reserves, not only its live blocks.
+    for reading in (held, values["synchronized"], values["trimmed"]):
+        assert reading["mine"] == context + reading["reserved"], reading
+    assert values["synchronized"]["used"] == 0
+    # cuMemPoolTrimTo(0) with nothing allocated releases everything.
+    assert values["trimmed"]["reserved"] == 0
