@@ -12,7 +12,7 @@ LOG="$BUILD/setup.log"
 PACKAGES=(
   cmake ninja-build g++ clang
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-  pybind11-dev python3-dev python3-pytest ipython3
+  pybind11-dev python3-dev python3-pytest python3-venv ipython3
   prometheus
 )
 missing=()
@@ -29,6 +29,31 @@ if ((${#missing[@]})); then
     tail -n 30 "$LOG" >&2
     echo "setup: could not install ${missing[*]} (log: $LOG)" >&2
     exit 1
+  fi
+fi
+
+# NVIDIA's own packages from the Python package index, in a venv under the build folder (never the
+# system): nvml.h (nvidia-nvml-dev) for the ABI conformance test, and NVIDIA's Python bindings
+# (pynvml, cuda.bindings) that tests/clients runs against the simulated GPU. Pinned, so that a new
+# release cannot change what CI checks without a commit.
+NVIDIA_PACKAGES=(nvidia-nvml-dev==13.5.37 nvidia-ml-py==13.615.71 cuda-bindings==13.5.0)
+VENV="$BUILD/venv"
+venv_ready() {
+  [ -x "$VENV/bin/python" ] && "$VENV/bin/python" - "${NVIDIA_PACKAGES[@]}" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version
+sys.exit(any(version(p.split("==")[0]) != p.split("==")[1] for p in sys.argv[1:]))
+PY
+}
+if ! venv_ready; then
+  echo "setup: installing ${NVIDIA_PACKAGES[*]} into $VENV" >>"$LOG"
+  if ! { /usr/bin/python3 -m venv --system-site-packages "$VENV" &&
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${NVIDIA_PACKAGES[@]}"; } \
+    >>"$LOG" 2>&1; then
+    tail -n 20 "$LOG" >&2
+    # Without them the build still works; the tests that need them report themselves skipped.
+    echo "setup: could not install ${NVIDIA_PACKAGES[*]} (log: $LOG)" >&2
+    [ "${CI:-}" != true ] || exit 1
   fi
 fi
 

@@ -32,10 +32,10 @@ Cuda load_cuda() {
   api.ctxGetCurrent = lib.function<PFN_cuCtxGetCurrent>("cuCtxGetCurrent");
   api.ctxGetDevice = lib.function<PFN_cuCtxGetDevice>("cuCtxGetDevice");
   api.ctxGetDeviceOf = lib.function<PFN_cuCtxGetDeviceOf>("cuCtxGetDevice_v2");
-  api.memAlloc = lib.function<PFN_cuMemAlloc>({"cuMemAlloc_v2", "cuMemAlloc"});
-  api.memFree = lib.function<PFN_cuMemFree>({"cuMemFree_v2", "cuMemFree"});
-  api.memGetAddressRange =
-      lib.function<PFN_cuMemGetAddressRange>({"cuMemGetAddressRange_v2", "cuMemGetAddressRange"});
+  // Only the _v2 symbols: the unversioned ones are CUDA 2's, with 32-bit sizes and pointers.
+  api.memAlloc = lib.function<PFN_cuMemAlloc>("cuMemAlloc_v2");
+  api.memFree = lib.function<PFN_cuMemFree>("cuMemFree_v2");
+  api.memGetAddressRange = lib.function<PFN_cuMemGetAddressRange>("cuMemGetAddressRange_v2");
   api.memGetInfo = lib.function<PFN_cuMemGetInfo>("cuMemGetInfo_v2");
   api.devicePrimaryCtxGetState =
       lib.function<PFN_cuDevicePrimaryCtxGetState>("cuDevicePrimaryCtxGetState");
