@@ -62,7 +62,7 @@ int main() {
 
   std::printf("\nExample 1: report() and data()\n");
   gpumem::GPUMemTrace mtrace;
-  std::printf("  measured by: %s peaks\n", std::string(to_string(mtrace.source())).c_str());
+  std::printf("  measures: %s\n", gpumem::describe(mtrace.data_bytes().reading).c_str());
   some_code();
   mtrace.report();
   auto [delta_used, delta_peaked] = mtrace.data();
