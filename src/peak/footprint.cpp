@@ -37,6 +37,9 @@ struct State {
   std::mutex mutex;
   std::vector<Pool> pools;
   DeviceState devices[kMaxDevices];
+  // Whether any pool or graph reservation was seen: a synchronisation (frequent) then has
+  // something to re-read; until then it costs one load.
+  std::atomic<bool> any_reservation{false};
 };
 
 State& state() noexcept {
@@ -97,6 +100,7 @@ void use_pool(State& s, CUmemoryPool pool, int device) {
   if (found == s.pools.end()) {
     s.pools.push_back(Pool{pool, device, 0});
     found = s.pools.end() - 1;
+    s.any_reservation.store(true, std::memory_order_relaxed);
   }
   refresh(s, *found);
 }
@@ -115,6 +119,7 @@ void refresh_graphs_locked(State& s, int device) noexcept {
   attribute(device_state, device, static_cast<std::int64_t>(reserved) - device_state.graphs);
   device_state.graphs = static_cast<std::int64_t>(reserved);
   device_state.graphs_seen = true;
+  s.any_reservation.store(true, std::memory_order_relaxed);
 }
 
 // This process's memory on a device as NVML lists it. Once listed, a process that is no longer
@@ -181,6 +186,7 @@ void refresh_graphs(int device) noexcept {
 }
 
 void synchronized() noexcept {
+  if (!state().any_reservation.load(std::memory_order_relaxed)) return;
   refresh_pools(-1);
   refresh_graphs(-1);
 }
@@ -244,6 +250,7 @@ void clear() noexcept {
   const std::lock_guard lock(s.mutex);
   s.pools.clear();
   for (DeviceState& device_state : s.devices) device_state = DeviceState{};
+  s.any_reservation.store(false, std::memory_order_relaxed);
 }
 
 }  // namespace gpumem::peak::footprint
