@@ -140,7 +140,7 @@ void destroy_locked(CUctx_st& context) {
         ++it;
         continue;
       }
-      if (a.kind == AllocationKind::device || a.resident) d.state->uncharge(a.nvml_index, a.bytes);
+      if (a.charged != 0) d.state->uncharge(a.nvml_index, a.charged);
       it = d.allocations.erase(it);
     }
   }
@@ -314,14 +314,21 @@ std::uint64_t new_address_range(std::uint64_t bytes, std::uint64_t alignment) {
   return address;
 }
 
+std::uint64_t charge_for(std::uint64_t bytes) {
+  const std::uint64_t page = driver().state->file().page_bytes;
+  return page == 0 ? bytes : round_up(bytes, page);
+}
+
 CUresult allocate(unsigned nvml, std::uint64_t bytes, AllocationKind kind, std::uint64_t* address,
                   CUmemoryPool pool) {
   Driver& d = driver();
-  if (kind == AllocationKind::device && !d.state->charge(nvml, bytes))
-    return CUDA_ERROR_OUT_OF_MEMORY;
+  const std::uint64_t charged = kind == AllocationKind::device ? charge_for(bytes) : 0;
+  if (charged != 0 && !d.state->charge(nvml, charged)) return CUDA_ERROR_OUT_OF_MEMORY;
   *address = new_address_range(bytes, 512);
+  Allocation allocation{bytes, nvml, kind, current_context(), pool};
+  allocation.charged = charged;
   std::lock_guard lock(d.allocation_mutex);
-  d.allocations.emplace(*address, Allocation{bytes, nvml, kind, current_context(), pool});
+  d.allocations.emplace(*address, allocation);
   return CUDA_SUCCESS;
 }
 
@@ -348,8 +355,7 @@ CUresult release(std::uint64_t address) {
     }
     d.allocations.erase(it);
   }
-  if (allocation.kind == AllocationKind::device || allocation.resident)
-    d.state->uncharge(allocation.nvml_index, allocation.bytes);
+  if (allocation.charged != 0) d.state->uncharge(allocation.nvml_index, allocation.charged);
   if (allocation.kind == AllocationKind::pool) pool_block_freed(allocation);
   if (allocation.kind == AllocationKind::graph) graph_block_freed(allocation);
   return CUDA_SUCCESS;
