@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 
@@ -107,7 +108,8 @@ CUresult create_locked(CUctx_st& context) {
   const unsigned nvml = context.nvml_index;
   if (d.state->lost(nvml)) return CUDA_ERROR_DEVICE_UNAVAILABLE;
   if (!d.state->charge(nvml, d.state->device(nvml).context_bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
-  context.uid = next_uid().fetch_add(1);  // a new context each time, as CUPTI's contextUid tells
+  context.uid.store(
+      next_uid().fetch_add(1));  // a new context each time, as CUPTI's contextUid tells
   context.retained.store(1);
   resource_event(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &context, nullptr);
   return CUDA_SUCCESS;
@@ -192,9 +194,13 @@ int ordinal_of(CUcontext context) {
 }
 
 namespace {
+// Trivially destructible (a fixed depth, a sim choice): a thread_local of a dlopen'ed library with
+// a destructor trips LeakSanitizer's scan of dynamic TLS.
 struct ContextStack {
+  static constexpr int kDepth = 64;
   CUcontext top = nullptr;
-  std::vector<CUcontext> below;
+  CUcontext below[kDepth];
+  int depth = 0;
 };
 ContextStack& stack() {
   thread_local ContextStack s;
@@ -205,20 +211,22 @@ ContextStack& stack() {
 CUcontext& current_context() {
   return stack().top;
 }
+// Beyond kDepth the oldest entry is dropped.
 void push_context(CUcontext context) {
   ContextStack& s = stack();
-  if (s.top != nullptr) s.below.push_back(s.top);
+  if (s.top != nullptr) {
+    if (s.depth == ContextStack::kDepth) {
+      std::copy(s.below + 1, s.below + s.depth, s.below);
+      --s.depth;
+    }
+    s.below[s.depth++] = s.top;
+  }
   s.top = context;
 }
 CUcontext pop_context() {
   ContextStack& s = stack();
   const CUcontext popped = s.top;
-  if (s.below.empty()) {
-    s.top = nullptr;
-  } else {
-    s.top = s.below.back();
-    s.below.pop_back();
-  }
+  s.top = s.depth == 0 ? nullptr : s.below[--s.depth];
   return popped;
 }
 

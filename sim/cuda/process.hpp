@@ -15,7 +15,7 @@ struct gpumem::abi::CUctx_st {
   unsigned nvml_index;
   int ordinal;
   bool primary;
-  std::uint32_t uid;
+  std::atomic<std::uint32_t> uid;  // CUPTI's contextUid: new for each context created
   // Primary: references (0: inactive, no memory charged). Created: 1 while alive, 0 destroyed.
   std::atomic<int> retained;
 };

@@ -98,7 +98,7 @@ cudaError_t traced(std::uint32_t cbid, const char* name, const Params& params, B
   if (cuCtxGetCurrent(&context) != CUDA_SUCCESS) context = nullptr;
   return gpumem::sim::cuda::around<cudaError_t>(dispatch, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, name,
                                                 params, context,
-                                                context != nullptr ? context->uid : 0, body);
+                                                context != nullptr ? context->uid.load() : 0, body);
 }
 
 // The device the calling thread's runtime works on when it has no current context.

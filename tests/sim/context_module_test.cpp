@@ -149,6 +149,31 @@ TEST(simContext, ResourceCallbacksForContexts) {
   EXPECT_EQ(events[2].context, created);
 }
 
+void count_resource(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                    const void*) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE)
+    static_cast<std::vector<CUpti_CallbackId>*>(userdata)->push_back(cbid);
+}
+
+TEST(simContext, ResourceCallbacksEnabledOneByOne) {
+  SimGpu gpu(kOneGpu);
+  Driver d;
+  ASSERT_EQ(d.fn<PFN_cuInit>("cuInit")(0), CUDA_SUCCESS);
+  SimLibrary cupti("libcupti.so.13");
+  std::vector<CUpti_CallbackId> seen;
+  CUpti_SubscriberHandle s = nullptr;
+  ASSERT_EQ(cupti.get<PFN_cuptiSubscribe>("cuptiSubscribe")(&s, &count_resource, &seen),
+            CUPTI_SUCCESS);
+  ASSERT_EQ(cupti.get<PFN_cuptiEnableCallback>("cuptiEnableCallback")(
+                1, s, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING),
+            CUPTI_SUCCESS);
+  CUcontext context = nullptr;
+  ASSERT_EQ(d.fn<CtxCreateV2>("cuCtxCreate_v2")(&context, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(d.fn<CtxDestroy>("cuCtxDestroy_v2")(context), CUDA_SUCCESS);
+  ASSERT_EQ(cupti.get<PFN_cuptiUnsubscribe>("cuptiUnsubscribe")(s), CUPTI_SUCCESS);
+  EXPECT_EQ(seen, std::vector<CUpti_CallbackId>{CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING});
+}
+
 // A PTX text image: its size is its length with the terminating NUL.
 std::string ptx(std::size_t bytes) {
   std::string text = ".version 8.0\n.target sm_90\n";
