@@ -127,6 +127,20 @@ TEST(simContext, PrimaryResetDestroysItsResources) {
   EXPECT_EQ(d.process_used(0), 300 * MiB);
 }
 
+TEST(simContext, RuntimeRecreatesAResetPrimaryContext) {
+  SimGpu gpu(kOneGpu);
+  SimLibrary cudart("libcudart.so.13");
+  auto set_device = cudart.get<int (*)(int)>("cudaSetDevice");
+  ASSERT_EQ(set_device(0), 0);
+  Driver d;
+  EXPECT_EQ(d.process_used(0), 300 * MiB);
+  ASSERT_EQ(d.fn<PFN_cuDevicePrimaryCtxRelease>("cuDevicePrimaryCtxReset_v2")(0), CUDA_SUCCESS);
+  EXPECT_EQ(d.process_used(0), 0u);
+  ASSERT_EQ(set_device(0), 0);
+  EXPECT_EQ(d.process_used(0), 300 * MiB);
+  EXPECT_EQ(d.cuda_used(), 400 * MiB);
+}
+
 TEST(simContext, ResourceCallbacksForContexts) {
   SimGpu gpu(kOneGpu);
   ResourceRecorder recorder;
