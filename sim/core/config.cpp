@@ -84,6 +84,7 @@ Config parse_config(const std::string& text) {
     if (root.contains("process_record_bytes")) {
       config.process_record_bytes = root.at("process_record_bytes").get<unsigned>();
     }
+    if (root.contains("page_bytes")) config.page_bytes = root.at("page_bytes").get<std::uint64_t>();
     if (!root.contains("devices") || !root.at("devices").is_array()) {
       throw std::runtime_error("config needs a \"devices\" array");
     }
@@ -111,6 +112,9 @@ Config parse_config(const std::string& text) {
 
   if (config.process_record_bytes != 24 && config.process_record_bytes != 32) {
     throw std::runtime_error("\"process_record_bytes\" must be 24 or 32");
+  }
+  if ((config.page_bytes & (config.page_bytes - 1)) != 0 || config.page_bytes > (1ull << 30)) {
+    throw std::runtime_error("\"page_bytes\" must be 0 or a power of two up to 1 GiB");
   }
   std::set<std::string> uuids;
   for (const DeviceConfig& device : config.devices) {
@@ -159,6 +163,7 @@ std::string Config::to_json() const {
   root["driver_version"] = driver_version;
   root["cuda_driver_version"] = cuda_driver_version;
   root["process_record_bytes"] = process_record_bytes;
+  root["page_bytes"] = page_bytes;
   root["cuda_order"] = cuda_order;
   root["devices"] = json::array();
   for (const DeviceConfig& d : devices) {

@@ -24,6 +24,8 @@ struct Config {
   std::string driver_version = "580.95.05";
   int cuda_driver_version = 13000;
   unsigned process_record_bytes = 24;
+  // The unit plain allocations (cuMemAlloc, cuMemAllocPitch) are charged in; 0: to the byte.
+  std::uint64_t page_bytes = 0;
   std::vector<int> cuda_order;  // config positions in CUDA FASTEST_FIRST order
   std::vector<DeviceConfig> devices;
 

@@ -22,7 +22,7 @@ namespace gpumem::sim {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x31534d454d555047ull;  // "GPUMEMS1"
-constexpr std::uint32_t kLayoutVersion = 2;
+constexpr std::uint32_t kLayoutVersion = 3;
 constexpr std::uint32_t kClaiming = 0xFFFFFFFEu;
 constexpr std::uint32_t kReclaiming = 0xFFFFFFFFu;
 constexpr std::int64_t kReclaimIntervalNs = 5'000'000;
@@ -65,6 +65,7 @@ void fill(StateFile& file, const Config& config) {
   copy_text(file.driver_version, sizeof file.driver_version, config.driver_version);
   file.cuda_driver_version = config.cuda_driver_version;
   file.process_record_bytes = config.process_record_bytes;
+  file.page_bytes = config.page_bytes;
   file.device_count = static_cast<unsigned>(config.devices.size());
   for (unsigned i = 0; i < file.device_count; ++i) {
     const DeviceConfig& d = config.devices[i];

@@ -48,6 +48,7 @@ struct StateFile {
   char driver_version[80];
   int cuda_driver_version;
   unsigned process_record_bytes;
+  std::uint64_t page_bytes;
   unsigned device_count;
   int cuda_order[kMaxDevices];
   DeviceRecord devices[kMaxDevices];

@@ -94,10 +94,78 @@ GPUMEM_SIM_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, std::size_
   return CUDA_SUCCESS;
 }
 
-// Host-backed here: never shows in device memory.
+// Host-backed until prefetched to a device (cuMemPrefetchAsync): only resident pages use device
+// memory.
 GPUMEM_SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* pointer, std::size_t bytes,
                                              unsigned flags) {
   const cuMemAllocManaged_params params{pointer, bytes, flags};
   return traced(CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, "cuMemAllocManaged", params,
                 [&] { return allocate_current(pointer, bytes, AllocationKind::managed); });
+}
+
+namespace {
+
+// Residency is per allocation (a sim choice): prefetching any part of a managed allocation to a
+// device makes all of it resident there, charged like a plain allocation; prefetching it to the
+// host (or CU_DEVICE_CPU) makes it host-backed again.
+CUresult prefetch(CUdeviceptr pointer, std::size_t bytes, int location_type, int location_id) {
+  if (!cuda::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  const bool to_device = location_type == CU_MEM_LOCATION_TYPE_DEVICE;
+  if (!to_device && location_type != CU_MEM_LOCATION_TYPE_HOST) return CUDA_ERROR_INVALID_VALUE;
+  if (to_device && (location_id < 0 || location_id >= cuda::device_count()))
+    return CUDA_ERROR_INVALID_DEVICE;
+  const unsigned target = to_device ? cuda::nvml_index(location_id) : 0;
+  if (to_device && cuda::state().lost(target)) return CUDA_ERROR_DEVICE_UNAVAILABLE;
+  CUresult rc = CUDA_SUCCESS;
+  const bool found = cuda::with_allocation(pointer, [&](cuda::Allocation& a) {
+    if (a.kind != AllocationKind::managed) {
+      rc = CUDA_ERROR_INVALID_VALUE;
+      return;
+    }
+    if (a.resident && to_device && a.nvml_index == target) return;
+    if (a.resident) {
+      cuda::state().uncharge(a.nvml_index, a.charged);
+      a.resident = false;
+      a.charged = 0;
+    }
+    if (!to_device) return;
+    const std::uint64_t charged = cuda::charge_for(a.bytes);
+    if (!cuda::state().charge(target, charged)) {
+      rc = CUDA_ERROR_OUT_OF_MEMORY;
+      return;
+    }
+    a.resident = true;
+    a.charged = charged;
+    a.nvml_index = target;
+  });
+  return found ? rc : CUDA_ERROR_INVALID_VALUE;
+}
+
+struct cuMemPrefetchAsync_params {
+  CUdeviceptr devPtr;
+  std::size_t count;
+  CUdevice dstDevice;
+  CUstream hStream;
+};
+constexpr CUdevice kDeviceCpu = -1;  // CU_DEVICE_CPU
+
+}  // namespace
+
+GPUMEM_SIM_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr pointer, std::size_t bytes,
+                                                 CUmemLocation location, unsigned flags,
+                                                 CUstream stream) {
+  const cuMemPrefetchAsync_v2_params params{pointer, bytes, location, flags, stream};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemPrefetchAsync_v2, "cuMemPrefetchAsync_v2", params,
+                [&] { return prefetch(pointer, bytes, location.type, location.id); });
+}
+
+// The CUDA 12 signature, still exported for programs built against it.
+GPUMEM_SIM_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr pointer, std::size_t bytes,
+                                              CUdevice device, CUstream stream) {
+  const cuMemPrefetchAsync_params params{pointer, bytes, device, stream};
+  return traced(CUPTI_DRIVER_TRACE_CBID_cuMemPrefetchAsync, "cuMemPrefetchAsync", params, [&] {
+    return device == kDeviceCpu ? prefetch(pointer, bytes, CU_MEM_LOCATION_TYPE_HOST, 0)
+                                : prefetch(pointer, bytes, CU_MEM_LOCATION_TYPE_DEVICE, device);
+  });
 }

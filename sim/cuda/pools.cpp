@@ -171,7 +171,8 @@ CUresult set_attribute(CUmemoryPool pool, int attribute, void* value) {
     case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
       pool->threshold = u64;
       return CUDA_SUCCESS;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:  // "It is illegal to set this to a non-zero value"
+    // "High watermark can only be reset to zero": a high since the reset is the current value.
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
       if (u64 != 0) return CUDA_ERROR_INVALID_VALUE;
       pool->reserved_high = pool->reserved;
       return CUDA_SUCCESS;

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 
@@ -107,7 +108,8 @@ CUresult create_locked(CUctx_st& context) {
   const unsigned nvml = context.nvml_index;
   if (d.state->lost(nvml)) return CUDA_ERROR_DEVICE_UNAVAILABLE;
   if (!d.state->charge(nvml, d.state->device(nvml).context_bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
-  context.uid = next_uid().fetch_add(1);  // a new context each time, as CUPTI's contextUid tells
+  context.uid.store(
+      next_uid().fetch_add(1));  // a new context each time, as CUPTI's contextUid tells
   context.retained.store(1);
   resource_event(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &context, nullptr);
   return CUDA_SUCCESS;
@@ -140,7 +142,7 @@ void destroy_locked(CUctx_st& context) {
         ++it;
         continue;
       }
-      if (a.kind == AllocationKind::device || a.resident) d.state->uncharge(a.nvml_index, a.bytes);
+      if (a.charged != 0) d.state->uncharge(a.nvml_index, a.charged);
       it = d.allocations.erase(it);
     }
   }
@@ -192,9 +194,13 @@ int ordinal_of(CUcontext context) {
 }
 
 namespace {
+// Trivially destructible (a fixed depth, a sim choice): a thread_local of a dlopen'ed library with
+// a destructor trips LeakSanitizer's scan of dynamic TLS.
 struct ContextStack {
+  static constexpr int kDepth = 64;
   CUcontext top = nullptr;
-  std::vector<CUcontext> below;
+  CUcontext below[kDepth];
+  int depth = 0;
 };
 ContextStack& stack() {
   thread_local ContextStack s;
@@ -205,20 +211,22 @@ ContextStack& stack() {
 CUcontext& current_context() {
   return stack().top;
 }
+// Beyond kDepth the oldest entry is dropped.
 void push_context(CUcontext context) {
   ContextStack& s = stack();
-  if (s.top != nullptr) s.below.push_back(s.top);
+  if (s.top != nullptr) {
+    if (s.depth == ContextStack::kDepth) {
+      std::copy(s.below + 1, s.below + s.depth, s.below);
+      --s.depth;
+    }
+    s.below[s.depth++] = s.top;
+  }
   s.top = context;
 }
 CUcontext pop_context() {
   ContextStack& s = stack();
   const CUcontext popped = s.top;
-  if (s.below.empty()) {
-    s.top = nullptr;
-  } else {
-    s.top = s.below.back();
-    s.below.pop_back();
-  }
+  s.top = s.depth == 0 ? nullptr : s.below[--s.depth];
   return popped;
 }
 
@@ -314,14 +322,21 @@ std::uint64_t new_address_range(std::uint64_t bytes, std::uint64_t alignment) {
   return address;
 }
 
+std::uint64_t charge_for(std::uint64_t bytes) {
+  const std::uint64_t page = driver().state->file().page_bytes;
+  return page == 0 ? bytes : round_up(bytes, page);
+}
+
 CUresult allocate(unsigned nvml, std::uint64_t bytes, AllocationKind kind, std::uint64_t* address,
                   CUmemoryPool pool) {
   Driver& d = driver();
-  if (kind == AllocationKind::device && !d.state->charge(nvml, bytes))
-    return CUDA_ERROR_OUT_OF_MEMORY;
+  const std::uint64_t charged = kind == AllocationKind::device ? charge_for(bytes) : 0;
+  if (charged != 0 && !d.state->charge(nvml, charged)) return CUDA_ERROR_OUT_OF_MEMORY;
   *address = new_address_range(bytes, 512);
+  Allocation allocation{bytes, nvml, kind, current_context(), pool};
+  allocation.charged = charged;
   std::lock_guard lock(d.allocation_mutex);
-  d.allocations.emplace(*address, Allocation{bytes, nvml, kind, current_context(), pool});
+  d.allocations.emplace(*address, allocation);
   return CUDA_SUCCESS;
 }
 
@@ -348,8 +363,7 @@ CUresult release(std::uint64_t address) {
     }
     d.allocations.erase(it);
   }
-  if (allocation.kind == AllocationKind::device || allocation.resident)
-    d.state->uncharge(allocation.nvml_index, allocation.bytes);
+  if (allocation.charged != 0) d.state->uncharge(allocation.nvml_index, allocation.charged);
   if (allocation.kind == AllocationKind::pool) pool_block_freed(allocation);
   if (allocation.kind == AllocationKind::graph) graph_block_freed(allocation);
   return CUDA_SUCCESS;

@@ -15,7 +15,7 @@ struct gpumem::abi::CUctx_st {
   unsigned nvml_index;
   int ordinal;
   bool primary;
-  std::uint32_t uid;
+  std::atomic<std::uint32_t> uid;  // CUPTI's contextUid: new for each context created
   // Primary: references (0: inactive, no memory charged). Created: 1 while alive, 0 destroyed.
   std::atomic<int> retained;
 };
@@ -42,8 +42,12 @@ struct Allocation {
   AllocationKind kind;
   CUcontext owner;  // the context it was made in; destroying that context frees it
   CUmemoryPool pool;
-  bool resident = false;  // managed memory prefetched to the device (charged)
+  bool resident = false;      // managed memory prefetched to a device (charged there)
+  std::uint64_t charged = 0;  // what the device was charged for it (device kind, resident managed)
 };
+
+// What a plain allocation of `bytes` is charged: rounded up to the config's page_bytes, if any.
+std::uint64_t charge_for(std::uint64_t bytes);
 
 // Runs the driver's one-time initialisation; CUDA_SUCCESS, or why it failed.
 CUresult initialize();

@@ -14,7 +14,7 @@ CUresult traced(std::uint32_t cbid, const char* name, const Params& params, Body
   if (dispatch == nullptr) return body();
   const CUcontext context = current_context();
   return around<CUresult>(dispatch, abi::CUPTI_CB_DOMAIN_DRIVER_API, cbid, name, params, context,
-                          context != nullptr ? context->uid : 0, body);
+                          context != nullptr ? context->uid.load() : 0, body);
 }
 
 }  // namespace gpumem::sim::cuda

@@ -20,6 +20,7 @@ CUresult cuDeviceGet(CUdevice* device, int ordinal);
 CUresult cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device);
 CUresult cuCtxSetCurrent(CUcontext context);
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device);
+CUresult cuDevicePrimaryCtxGetState(CUdevice device, unsigned* flags, int* active);
 CUresult cuCtxGetCurrent(CUcontext* context);
 CUresult cuCtxGetDevice(CUdevice* device);
 CUresult cuMemAlloc_v2(CUdeviceptr* pointer, std::size_t bytes);
@@ -98,7 +99,7 @@ cudaError_t traced(std::uint32_t cbid, const char* name, const Params& params, B
   if (cuCtxGetCurrent(&context) != CUDA_SUCCESS) context = nullptr;
   return gpumem::sim::cuda::around<cudaError_t>(dispatch, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, name,
                                                 params, context,
-                                                context != nullptr ? context->uid : 0, body);
+                                                context != nullptr ? context->uid.load() : 0, body);
 }
 
 // The device the calling thread's runtime works on when it has no current context.
@@ -115,7 +116,12 @@ CUresult activate(int ordinal) {
   CUdevice device = 0;
   if (const CUresult rc = cuDeviceGet(&device, ordinal)) return rc;
   CUcontext context = nullptr;
-  if (g_retained[ordinal].exchange(true)) {
+  unsigned flags = 0;
+  int active = 0;
+  cuDevicePrimaryCtxGetState(device, &flags, &active);
+  // A reset (cuDevicePrimaryCtxReset) destroyed the context under the runtime's reference: the
+  // next runtime call creates it again, as cudaDeviceReset documents.
+  if (g_retained[ordinal].exchange(true) && active != 0) {
     // Already holding a reference: take the handle without adding another.
     if (const CUresult rc = cuDevicePrimaryCtxRetain(&context, device)) return rc;
     cuDevicePrimaryCtxRelease_v2(device);

@@ -45,13 +45,28 @@ struct Cuda {
 struct Runtime {
   int (*malloc)(void**, std::size_t);
   int (*free)(void*);
+  int (*mallocAsync)(void**, std::size_t, CUstream);
+  int (*freeAsync)(void*, CUstream);
+  int (*deviceSynchronize)();
   const char* (*errorString)(int);
 };
 
-enum class Kind { driver, runtime, async, vmm, managed };
+enum class Kind {
+  driver,
+  runtime,
+  async,
+  runtime_async,
+  vmm,
+  managed,
+  context,
+  module,
+  range,
+  graph
+};
 struct Named {
   Kind kind;
   unsigned long long value;
+  unsigned long long size = 0;  // a range's or a graph allocation's bytes
 };
 
 class StepError : public std::runtime_error {
@@ -162,6 +177,9 @@ class Workload {
       throw StepError(std::string("cannot load libcudart.so.13: ") + ::dlerror());
     runtime_.malloc = need<int (*)(void**, std::size_t)>(library, "cudaMalloc");
     runtime_.free = need<int (*)(void*)>(library, "cudaFree");
+    runtime_.mallocAsync = need<int (*)(void**, std::size_t, CUstream)>(library, "cudaMallocAsync");
+    runtime_.freeAsync = need<int (*)(void*, CUstream)>(library, "cudaFreeAsync");
+    runtime_.deviceSynchronize = need<int (*)()>(library, "cudaDeviceSynchronize");
     runtime_.errorString = need<const char* (*)(int)>(library, "cudaGetErrorString");
     return runtime_;
   }
@@ -211,10 +229,36 @@ class Workload {
     return step.words[index];
   }
 
-  void remember(const std::string& name, Kind kind, unsigned long long value) {
+  void remember(const std::string& name, Kind kind, unsigned long long value,
+                unsigned long long size = 0) {
     if (named_.count(name) != 0) throw StepError("\"" + name + "\" is already allocated");
-    named_[name] = {kind, value};
+    named_[name] = {kind, value, size};
   }
+  const Named& find(const std::string& name, Kind kind) {
+    const auto it = named_.find(name);
+    if (it == named_.end() || it->second.kind != kind)
+      throw StepError("no live object named \"" + name + "\" of this kind");
+    return it->second;
+  }
+  template <class Fn>
+  Fn sym(const char* name) {
+    return need<Fn>(driver_library_, name);
+  }
+  CUdevice current_device() {
+    ensure_context();
+    CUdevice device = 0;
+    check(sym<PFN_cuCtxGetDevice>("cuCtxGetDevice")(&device), "cuCtxGetDevice");
+    return device;
+  }
+  CUmemoryPool current_pool() {
+    CUmemoryPool pool = nullptr;
+    check(sym<PFN_cuDeviceGetMemPool>("cuDeviceGetMemPool")(&pool, current_device()),
+          "cuDeviceGetMemPool");
+    return pool;
+  }
+  // Steps of the driver's newer calls: contexts, modules, VMM mappings, pools, graphs, managed
+  // memory. False when `op` is none of them.
+  bool execute_more(const std::string& op, const Step& step);
   Named take(const std::string& name, Kind kind) {
     const auto it = named_.find(name);
     if (it == named_.end() || it->second.kind != kind)
@@ -246,7 +290,7 @@ class Workload {
         remember(name, Kind::async, pointer);
       } else {
         check(cuda_.memAllocManaged(&pointer, bytes, 1), "cuMemAllocManaged");
-        remember(name, Kind::managed, pointer);
+        remember(name, Kind::managed, pointer, bytes);
       }
     } else if (op == "free") {
       check(cuda_.memFree(take(word(step, 1, "name"), Kind::driver).value), "cuMemFree_v2");
@@ -262,7 +306,7 @@ class Workload {
     } else if (op == "rt_free") {
       const Named found = take(word(step, 1, "name"), Kind::runtime);
       check_runtime(runtime().free(reinterpret_cast<void*>(found.value)), "cudaFree");
-    } else if (op == "vmm_alloc") {
+    } else if (op == "vmm_alloc" || op == "vmm_create") {
       const std::string& name = word(step, 1, "name");
       const std::uint64_t bytes = size_argument(step, 2);
       ensure_context();
@@ -281,12 +325,11 @@ class Workload {
       check(need<Granularity>(driver_library_, "cuMemGetAllocationGranularity")(
                 &granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
             "cuMemGetAllocationGranularity");
+      const std::uint64_t rounded = (bytes + granularity - 1) / granularity * granularity;
       CUmemGenericAllocationHandle handle = 0;
-      check(
-          cuda_.memCreate(&handle, (bytes + granularity - 1) / granularity * granularity, &prop, 0),
-          "cuMemCreate");
-      remember(name, Kind::vmm, handle);
-    } else if (op == "vmm_free") {
+      check(cuda_.memCreate(&handle, rounded, &prop, 0), "cuMemCreate");
+      remember(name, Kind::vmm, handle, rounded);
+    } else if (op == "vmm_free" || op == "vmm_release") {
       check(cuda_.memRelease(take(word(step, 1, "name"), Kind::vmm).value), "cuMemRelease");
     } else if (op == "spike") {
       const std::uint64_t bytes = size_argument(step, 1);
@@ -330,10 +373,15 @@ class Workload {
                       ? ""
                       : step.text.substr(step.text.find_first_not_of(" \t", start)).c_str());
       std::fflush(stdout);
-    } else {
+    } else if (!execute_more(op, step)) {
       throw StepError("unknown step \"" + op + "\"");
     }
     return std::nullopt;
+  }
+
+  static unsigned long long offset_argument(const Step& step, std::size_t index) {
+    if (index >= step.words.size()) return 0;
+    return size_argument(step, index);
   }
 
   static int signal_number(std::string name) {
@@ -374,6 +422,178 @@ class Workload {
   std::map<std::string, Named> named_;
   std::vector<pid_t> children_;
 };
+
+bool Workload::execute_more(const std::string& op, const Step& step) {
+  using Reserve =
+      CUresult (*)(CUdeviceptr*, std::size_t, std::size_t, CUdeviceptr, unsigned long long);
+  using AddressFree = CUresult (*)(CUdeviceptr, std::size_t);
+  using SetAccess = CUresult (*)(CUdeviceptr, std::size_t, const CUmemAccessDesc*, std::size_t);
+  using PoolAttr = CUresult (*)(CUmemoryPool, int, void*);
+  using GraphCreate = CUresult (*)(CUgraph*, unsigned);
+  using AddAlloc = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, std::size_t,
+                                CUDA_MEM_ALLOC_NODE_PARAMS*);
+  using AddFree = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, std::size_t, CUdeviceptr);
+  using Instantiate = CUresult (*)(CUgraphExec*, CUgraph, unsigned long long);
+  using ExecOnStream = CUresult (*)(CUgraphExec, CUstream);
+  using Prefetch = CUresult (*)(CUdeviceptr, std::size_t, CUmemLocation, unsigned, CUstream);
+
+  if (op == "wait_for") {
+    // wait_for PATH: blocks until PATH exists (a test's checkpoint), at most a minute.
+    const std::string& path = word(step, 1, "path");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    while (::access(path.c_str(), F_OK) != 0) {
+      if (std::chrono::steady_clock::now() > deadline) throw StepError("timed out waiting");
+      ::usleep(1000);
+    }
+  } else if (op == "ctx_create") {
+    const std::string& name = word(step, 1, "name");
+    CUdevice device = 0;
+    CUcontext current = nullptr;
+    check(cuda_.ctxGetCurrent(&current), "cuCtxGetCurrent");
+    if (current != nullptr) device = current_device();
+    CUcontext context = nullptr;
+    check(sym<CUresult (*)(CUcontext*, void*, unsigned, CUdevice)>("cuCtxCreate_v4")(
+              &context, nullptr, 0, device),
+          "cuCtxCreate_v4");
+    remember(name, Kind::context, reinterpret_cast<unsigned long long>(context));
+  } else if (op == "ctx_destroy") {
+    const Named found = take(word(step, 1, "name"), Kind::context);
+    check(sym<CUresult (*)(CUcontext)>("cuCtxDestroy_v2")(reinterpret_cast<CUcontext>(found.value)),
+          "cuCtxDestroy_v2");
+  } else if (op == "module_load") {
+    const std::string& name = word(step, 1, "name");
+    const std::uint64_t bytes = size_argument(step, 2);
+    if (bytes == 0) throw StepError("a module has at least one byte");
+    ensure_context();
+    std::string image = ".version 8.0\n.target sm_90\n";  // PTX text: its size is its length + 1
+    image.resize(bytes - 1, ' ');
+    CUmodule module = nullptr;
+    check(sym<CUresult (*)(CUmodule*, const void*)>("cuModuleLoadData")(&module, image.c_str()),
+          "cuModuleLoadData");
+    remember(name, Kind::module, reinterpret_cast<unsigned long long>(module));
+  } else if (op == "module_use") {
+    const Named& found = find(word(step, 1, "name"), Kind::module);
+    CUfunction function = nullptr;
+    check(sym<CUresult (*)(CUfunction*, CUmodule, const char*)>("cuModuleGetFunction")(
+              &function, reinterpret_cast<CUmodule>(found.value), "kernel"),
+          "cuModuleGetFunction");
+  } else if (op == "module_unload") {
+    const Named found = take(word(step, 1, "name"), Kind::module);
+    check(sym<CUresult (*)(CUmodule)>("cuModuleUnload")(reinterpret_cast<CUmodule>(found.value)),
+          "cuModuleUnload");
+  } else if (op == "vmm_reserve") {
+    const std::string& name = word(step, 1, "name");
+    const std::uint64_t bytes = size_argument(step, 2);
+    CUdeviceptr range = 0;
+    check(sym<Reserve>("cuMemAddressReserve")(&range, bytes, 0, 0, 0), "cuMemAddressReserve");
+    remember(name, Kind::range, range, bytes);
+  } else if (op == "vmm_address_free") {
+    const Named found = take(word(step, 1, "name"), Kind::range);
+    check(sym<AddressFree>("cuMemAddressFree")(found.value, found.size), "cuMemAddressFree");
+  } else if (op == "vmm_map") {
+    // vmm_map RANGE OFFSET HANDLE: the whole handle at RANGE + OFFSET, read-write on its device.
+    const Named& range = find(word(step, 1, "range"), Kind::range);
+    const std::uint64_t offset = size_argument(step, 2);
+    const Named& handle = find(word(step, 3, "handle"), Kind::vmm);
+    check(sym<PFN_cuMemMap>("cuMemMap")(range.value + offset, handle.size, 0, handle.value, 0),
+          "cuMemMap");
+    const CUmemAccessDesc access{{CU_MEM_LOCATION_TYPE_DEVICE, current_device()}, 3};
+    check(sym<SetAccess>("cuMemSetAccess")(range.value + offset, handle.size, &access, 1),
+          "cuMemSetAccess");
+  } else if (op == "vmm_unmap") {
+    // vmm_unmap RANGE OFFSET SIZE
+    const Named& range = find(word(step, 1, "range"), Kind::range);
+    check(sym<PFN_cuMemUnmap>("cuMemUnmap")(range.value + size_argument(step, 2),
+                                            size_argument(step, 3)),
+          "cuMemUnmap");
+  } else if (op == "vmm_retain") {
+    // vmm_retain NAME RANGE OFFSET: a new reference to what is mapped there.
+    const std::string& name = word(step, 1, "name");
+    const Named& range = find(word(step, 2, "range"), Kind::range);
+    CUmemGenericAllocationHandle handle = 0;
+    check(sym<PFN_cuMemRetainAllocationHandle>("cuMemRetainAllocationHandle")(
+              &handle, reinterpret_cast<void*>(range.value + offset_argument(step, 3))),
+          "cuMemRetainAllocationHandle");
+    remember(name, Kind::vmm, handle, 0);
+  } else if (op == "sync") {
+    ensure_context();
+    check(sym<CUresult (*)(CUstream)>("cuStreamSynchronize")(nullptr), "cuStreamSynchronize");
+  } else if (op == "ctx_sync") {
+    ensure_context();
+    check(sym<CUresult (*)()>("cuCtxSynchronize")(), "cuCtxSynchronize");
+  } else if (op == "pool_threshold") {
+    std::uint64_t bytes = size_argument(step, 1);
+    check(sym<PoolAttr>("cuMemPoolSetAttribute")(current_pool(), CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                                                 &bytes),
+          "cuMemPoolSetAttribute");
+  } else if (op == "pool_trim") {
+    check(sym<PFN_cuMemPoolTrimTo>("cuMemPoolTrimTo")(current_pool(), offset_argument(step, 1)),
+          "cuMemPoolTrimTo");
+  } else if (op == "rt_async_alloc") {
+    const std::string& name = word(step, 1, "name");
+    const std::uint64_t bytes = size_argument(step, 2);
+    void* pointer = nullptr;
+    check_runtime(runtime().mallocAsync(&pointer, bytes, nullptr), "cudaMallocAsync");
+    remember(name, Kind::runtime_async, reinterpret_cast<unsigned long long>(pointer));
+  } else if (op == "rt_async_free") {
+    const Named found = take(word(step, 1, "name"), Kind::runtime_async);
+    check_runtime(runtime().freeAsync(reinterpret_cast<void*>(found.value), nullptr),
+                  "cudaFreeAsync");
+  } else if (op == "rt_sync") {
+    check_runtime(runtime().deviceSynchronize(), "cudaDeviceSynchronize");
+  } else if (op == "graph") {
+    // graph NAME SIZE [keep]: a graph allocating SIZE (and freeing it, unless `keep`),
+    // instantiated.
+    const std::string& name = word(step, 1, "name");
+    const std::uint64_t bytes = size_argument(step, 2);
+    const bool keep = step.words.size() > 3 && step.words[3] == "keep";
+    const CUdevice device = current_device();
+    CUgraph graph = nullptr;
+    check(sym<GraphCreate>("cuGraphCreate")(&graph, 0), "cuGraphCreate");
+    CUDA_MEM_ALLOC_NODE_PARAMS params{};
+    params.poolProps.allocType = 1;
+    params.poolProps.location = {CU_MEM_LOCATION_TYPE_DEVICE, device};
+    params.bytesize = bytes;
+    CUgraphNode node = nullptr;
+    check(sym<AddAlloc>("cuGraphAddMemAllocNode")(&node, graph, nullptr, 0, &params),
+          "cuGraphAddMemAllocNode");
+    if (!keep) {
+      CUgraphNode free_node = nullptr;
+      check(sym<AddFree>("cuGraphAddMemFreeNode")(&free_node, graph, &node, 1, params.dptr),
+            "cuGraphAddMemFreeNode");
+    }
+    CUgraphExec exec = nullptr;
+    check(sym<Instantiate>("cuGraphInstantiateWithFlags")(&exec, graph, keep ? 1 : 0),
+          "cuGraphInstantiateWithFlags");
+    remember(name, Kind::graph, reinterpret_cast<unsigned long long>(exec), params.dptr);
+  } else if (op == "graph_upload" || op == "graph_launch") {
+    const Named& graph = find(word(step, 1, "graph"), Kind::graph);
+    const char* call = op == "graph_upload" ? "cuGraphUpload" : "cuGraphLaunch";
+    check(sym<ExecOnStream>(call)(reinterpret_cast<CUgraphExec>(graph.value), nullptr), call);
+  } else if (op == "graph_free") {
+    // The allocation a `keep` graph left live.
+    const Named& graph = find(word(step, 1, "graph"), Kind::graph);
+    check(cuda_.memFreeAsync(graph.size, nullptr), "cuMemFreeAsync");
+  } else if (op == "graph_destroy") {
+    const Named found = take(word(step, 1, "graph"), Kind::graph);
+    check(sym<CUresult (*)(CUgraphExec)>("cuGraphExecDestroy")(
+              reinterpret_cast<CUgraphExec>(found.value)),
+          "cuGraphExecDestroy");
+  } else if (op == "graph_trim") {
+    check(sym<CUresult (*)(CUdevice)>("cuDeviceGraphMemTrim")(current_device()),
+          "cuDeviceGraphMemTrim");
+  } else if (op == "prefetch" || op == "prefetch_host") {
+    const Named& found = find(word(step, 1, "name"), Kind::managed);
+    const CUmemLocation location =
+        op == "prefetch" ? CUmemLocation{CU_MEM_LOCATION_TYPE_DEVICE, current_device()}
+                         : CUmemLocation{CU_MEM_LOCATION_TYPE_HOST, 0};
+    check(sym<Prefetch>("cuMemPrefetchAsync_v2")(found.value, found.size, location, 0, nullptr),
+          "cuMemPrefetchAsync_v2");
+  } else {
+    return false;
+  }
+  return true;
+}
 
 }  // namespace
 

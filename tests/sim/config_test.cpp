@@ -58,6 +58,8 @@ TEST(simConfig, RejectsBadInput) {
   EXPECT_THROW(parse_config(R"({"devices": 3})"), std::runtime_error);
   EXPECT_THROW(parse_config(R"({"process_record_bytes": 20, "devices": [{}]})"),
                std::runtime_error);
+  EXPECT_THROW(parse_config(R"({"page_bytes": 3000, "devices": [{}]})"), std::runtime_error);
+  EXPECT_EQ(parse_config(R"({"page_bytes": 4096, "devices": [{}]})").page_bytes, 4096u);
   EXPECT_THROW(parse_config(R"({"cuda_order": [0, 0], "devices": [{}, {}]})"), std::runtime_error);
   EXPECT_THROW(parse_config(R"({"devices": [{"uuid": "GPU-xyz"}]})"), std::runtime_error);
   EXPECT_THROW(parse_config(R"({"devices": [{"total_mib": 10, "reserved_mib": 20}]})"),

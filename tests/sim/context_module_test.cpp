@@ -127,6 +127,20 @@ TEST(simContext, PrimaryResetDestroysItsResources) {
   EXPECT_EQ(d.process_used(0), 300 * MiB);
 }
 
+TEST(simContext, RuntimeRecreatesAResetPrimaryContext) {
+  SimGpu gpu(kOneGpu);
+  SimLibrary cudart("libcudart.so.13");
+  auto set_device = cudart.get<int (*)(int)>("cudaSetDevice");
+  ASSERT_EQ(set_device(0), 0);
+  Driver d;
+  EXPECT_EQ(d.process_used(0), 300 * MiB);
+  ASSERT_EQ(d.fn<PFN_cuDevicePrimaryCtxRelease>("cuDevicePrimaryCtxReset_v2")(0), CUDA_SUCCESS);
+  EXPECT_EQ(d.process_used(0), 0u);
+  ASSERT_EQ(set_device(0), 0);
+  EXPECT_EQ(d.process_used(0), 300 * MiB);
+  EXPECT_EQ(d.cuda_used(), 400 * MiB);
+}
+
 TEST(simContext, ResourceCallbacksForContexts) {
   SimGpu gpu(kOneGpu);
   ResourceRecorder recorder;
@@ -147,6 +161,31 @@ TEST(simContext, ResourceCallbacksForContexts) {
   EXPECT_EQ(events[1].context, created);
   EXPECT_EQ(events[2].cbid, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
   EXPECT_EQ(events[2].context, created);
+}
+
+void count_resource(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                    const void*) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE)
+    static_cast<std::vector<CUpti_CallbackId>*>(userdata)->push_back(cbid);
+}
+
+TEST(simContext, ResourceCallbacksEnabledOneByOne) {
+  SimGpu gpu(kOneGpu);
+  Driver d;
+  ASSERT_EQ(d.fn<PFN_cuInit>("cuInit")(0), CUDA_SUCCESS);
+  SimLibrary cupti("libcupti.so.13");
+  std::vector<CUpti_CallbackId> seen;
+  CUpti_SubscriberHandle s = nullptr;
+  ASSERT_EQ(cupti.get<PFN_cuptiSubscribe>("cuptiSubscribe")(&s, &count_resource, &seen),
+            CUPTI_SUCCESS);
+  ASSERT_EQ(cupti.get<PFN_cuptiEnableCallback>("cuptiEnableCallback")(
+                1, s, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING),
+            CUPTI_SUCCESS);
+  CUcontext context = nullptr;
+  ASSERT_EQ(d.fn<CtxCreateV2>("cuCtxCreate_v2")(&context, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(d.fn<CtxDestroy>("cuCtxDestroy_v2")(context), CUDA_SUCCESS);
+  ASSERT_EQ(cupti.get<PFN_cuptiUnsubscribe>("cuptiUnsubscribe")(s), CUPTI_SUCCESS);
+  EXPECT_EQ(seen, std::vector<CUpti_CallbackId>{CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING});
 }
 
 // A PTX text image: its size is its length with the terminating NUL.

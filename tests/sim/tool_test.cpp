@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -115,6 +117,103 @@ TEST(simTool, SpikeIsFreedAfterwards) {
       "workload 'spike 1G 2ms; async_alloc x 1M; async_free x; vmm_alloc v 1M; vmm_free v'");
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(show()["devices"][1]["used_bytes"], 0);
+}
+
+// Runs a workload whose checkpoints are "print N; wait_for <dir>/N": at each printed N the
+// simulated devices' used bytes (NVML 0 and 1) and the workload's own bytes are read, then the
+// workload goes on.
+struct Checkpoint {
+  std::uint64_t used0, used1, process0;
+};
+std::vector<Checkpoint> run_checkpointed(const std::string& script, int checkpoints) {
+  const std::string dir =
+      ::testing::TempDir() + "gpumem-sim-checkpoints-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::string full = script;
+  for (std::string::size_type at = 0; (at = full.find("@", at)) != std::string::npos;) {
+    full.replace(at, 1, dir + "/");
+  }
+  const std::string command = sim_path("gpumem-sim") + " workload '" + full + "' 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  std::vector<Checkpoint> seen;
+  char line[512];
+  for (int i = 0; i < checkpoints && pipe != nullptr; ++i) {
+    if (std::fgets(line, sizeof line, pipe) == nullptr) break;
+    EXPECT_EQ(std::string(line), std::to_string(i) + "\n");
+    const nlohmann::json state = show();
+    const auto& processes = state["devices"][0]["processes"];
+    seen.push_back({state["devices"][0]["used_bytes"].get<std::uint64_t>(),
+                    state["devices"][1]["used_bytes"].get<std::uint64_t>(),
+                    processes.empty() ? 0 : processes[0]["used_bytes"].get<std::uint64_t>()});
+    std::ofstream(dir + "/" + std::to_string(i)).put('\n');
+  }
+  std::string rest;
+  while (pipe != nullptr && std::fgets(line, sizeof line, pipe) != nullptr) rest += line;
+  const int status = pipe != nullptr ? ::pclose(pipe) : -1;
+  EXPECT_EQ(status, 0) << rest;
+  std::filesystem::remove_all(dir);
+  return seen;
+}
+
+// The config of these: NVML 0 = CUDA 0, 300 MiB contexts.
+constexpr const char* kContextGpus =
+    R"({"devices": [{"name": "A", "context_mib": 300}, {"name": "B"}]})";
+
+TEST(simTool, ContextAndModuleSteps) {
+  SimGpu gpu(kContextGpus);
+  const auto seen = run_checkpointed(
+      "device 0; print 0; wait_for @0; ctx_create c; module_load m 3MiB; print 1; wait_for @1;"
+      " module_use m; print 2; wait_for @2; module_unload m; ctx_destroy c; print 3; wait_for @3",
+      4);
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0].used0, 300 * MiB);
+  EXPECT_EQ(seen[1].used0, 600 * MiB);  // lazy loading: the module waits for its first function
+  EXPECT_EQ(seen[2].used0, 604 * MiB);
+  EXPECT_EQ(seen[2].process0, 604 * MiB);
+  EXPECT_EQ(seen[3].used0, 300 * MiB);
+}
+
+TEST(simTool, VmmSteps) {
+  SimGpu gpu(kContextGpus);
+  const auto seen = run_checkpointed(
+      "device 0; vmm_create h 3MiB; vmm_reserve r 8MiB; vmm_map r 0 h; vmm_release h;"
+      " print 0; wait_for @0; vmm_retain h2 r; vmm_unmap r 0 4MiB; print 1; wait_for @1;"
+      " vmm_release h2; vmm_address_free r; print 2; wait_for @2",
+      3);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].used0, 304 * MiB);  // released while mapped: held
+  EXPECT_EQ(seen[1].used0, 304 * MiB);  // unmapped, but retained
+  EXPECT_EQ(seen[2].used0, 300 * MiB);
+}
+
+TEST(simTool, PoolSteps) {
+  SimGpu gpu(kContextGpus);
+  const auto seen = run_checkpointed(
+      "device 0; async_alloc a 5MiB; async_free a; print 0; wait_for @0; sync; print 1;"
+      " wait_for @1; pool_threshold 4MiB; rt_async_alloc b 9MiB; rt_async_free b; ctx_sync;"
+      " print 2; wait_for @2; pool_trim 0; print 3; wait_for @3",
+      4);
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0].used0, 306 * MiB);  // the freed block's reservation stays
+  EXPECT_EQ(seen[1].used0, 300 * MiB);  // released above the threshold (0) at the sync
+  EXPECT_EQ(seen[2].used0, 304 * MiB);  // the threshold is kept
+  EXPECT_EQ(seen[3].used0, 300 * MiB);
+}
+
+TEST(simTool, GraphAndManagedSteps) {
+  SimGpu gpu(kContextGpus);
+  const auto seen = run_checkpointed(
+      "device 0; graph g 5MiB; print 0; wait_for @0; graph_launch g; print 1; wait_for @1;"
+      " graph_destroy g; graph_trim; graph k 1MiB keep; graph_launch k; graph_free k;"
+      " managed_alloc m 8MiB; prefetch m; print 2; wait_for @2; prefetch_host m; graph_trim;"
+      " print 3; wait_for @3",
+      4);
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0].used0, 300 * MiB);  // instantiated only
+  EXPECT_EQ(seen[1].used0, 306 * MiB);  // the graph reservation, kept after the launch
+  EXPECT_EQ(seen[2].used0, 310 * MiB);  // k's 2 MiB page + 8 MiB resident managed memory
+  EXPECT_EQ(seen[3].used0, 300 * MiB);
 }
 
 TEST(simTool, LoseAndRecover) {
