@@ -1,10 +1,13 @@
 """A PyTorch workload measured by `gpumem run` on a real GPU (tests/device/run.sh).
 
-Prints PyTorch's own view of the process's allocator as JSON on the last line, to compare with
-gpumem's exact peak: with PyTorch's native caching allocator every segment is one cudaMalloc,
-so gpumem's exact peak (allocation events) should equal max_memory_reserved() to the byte.
+Run under each of PyTorch's allocator backends (PYTORCH_CUDA_ALLOC_CONF unset: the native caching
+allocator, one cudaMalloc per segment; `expandable_segments:True`: VMM, segments grown by
+cuMemCreate + cuMemMap; `backend:cudaMallocAsync`: a stream-ordered pool that keeps what it
+reserved). Prints PyTorch's own view of its allocator as JSON on the last line: gpumem's process
+footprint must be at least max_memory_reserved(), the context and modules on top.
 """
 import json
+import os
 import sys
 
 import torch
@@ -29,9 +32,13 @@ if profile:
 else:
     kept = work()
     events = None
+free, total = torch.cuda.mem_get_info()
 print(json.dumps({
+    "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+    "backend": torch.cuda.get_allocator_backend(),
     "max_memory_reserved": torch.cuda.max_memory_reserved(),
     "memory_reserved": torch.cuda.memory_reserved(),
     "max_memory_allocated": torch.cuda.max_memory_allocated(),
+    "device_used_at_end": total - free,
     "profiler_events": events,
 }))
