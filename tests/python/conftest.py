@@ -50,6 +50,10 @@ def with_allocated(idle, mb):
     """(total, free, used) of a device holding ``mb`` MB more than when idle."""
     return [idle[0], idle[1] - mb, idle[2] + mb]
 
+# fastai's own suite (tests/python/fastai) runs in pytest processes of its own, each on a GPU of
+# its own: see test_fastai_suite.py.
+collect_ignore = ["fastai"]
+
 _CLEARED = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "GPUMEM_SIM_FAULTS", "CUDA_INJECTION64_PATH")
 
 
