@@ -1,107 +1,60 @@
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, SupportsIndex, Tuple, TypeVar, Union, overload
+from typing import Any
 
-from ._native import GpuHandle as GpuHandle
-
-# A GPU as the queries take it: a CUDA ordinal (int, numpy integer), a torch.device, "cuda",
-# "cuda:N", or None (the current device). Anything else reads zeros.
-DeviceId = Optional[Union[SupportsIndex, str, object]]
+from ._memory import (
+    GPUMemory as GPUMemory,
+    GpuHandle as GpuHandle,
+    _GPUMemoryFields as _GPUMemoryFields,
+    b2mb as b2mb,
+    gpu_handle as gpu_handle,
+    gpu_mem_get as gpu_mem_get,
+    gpu_mem_get_all as gpu_mem_get_all,
+    gpu_mem_get_free as gpu_mem_get_free,
+    gpu_mem_get_free_no_cache as gpu_mem_get_free_no_cache,
+    gpu_mem_get_used as gpu_mem_get_used,
+    gpu_mem_get_used_fast as gpu_mem_get_used_fast,
+    gpu_mem_get_used_no_cache as gpu_mem_get_used_no_cache,
+    gpu_with_max_free_mem as gpu_with_max_free_mem,
+    preload_pytorch as preload_pytorch,
+)
+from ._native import (
+    device_count as device_count,
+    devices as devices,
+    diagnostics as diagnostics,
+    driver_version as driver_version,
+    last_diagnostic as last_diagnostic,
+)
+from ._trace import (
+    GPUMemTrace as GPUMemTrace,
+    SilentSwitch as SilentSwitch,
+    TraceBytes as TraceBytes,
+    _SilentAttribute as _SilentAttribute,
+    gpu_mem_trace as gpu_mem_trace,
+)
 
 __version__: str
+__all__ = [
+    "GPUMemory",
+    "GPUMemTrace",
+    "GpuHandle",
+    "TraceBytes",
+    "b2mb",
+    "device_count",
+    "devices",
+    "diagnostics",
+    "driver_version",
+    "gpu_handle",
+    "gpu_mem_get",
+    "gpu_mem_get_all",
+    "gpu_mem_get_free",
+    "gpu_mem_get_free_no_cache",
+    "gpu_mem_get_used",
+    "gpu_mem_get_used_fast",
+    "gpu_mem_get_used_no_cache",
+    "gpu_mem_trace",
+    "gpu_with_max_free_mem",
+    "last_diagnostic",
+    "preload_pytorch",
+]
 
-class _GPUMemoryFields(NamedTuple):
-    total: int
-    free: int
-    used: int
-
-class GPUMemory(_GPUMemoryFields):
-    """Memory of one GPU in MB: fastai.utils.mem's namedtuple (total, free, used)."""
-
-    reserved: int
-    def __new__(cls, total: int, free: int, used: int, reserved: int = 0) -> GPUMemory: ...
-
-class TraceBytes(NamedTuple):
-    """A trace's readings in bytes."""
-
-    source: str
-    device: int
-    start: int
-    end: int
-    peak: int
-    delta_used: int
-    delta_peaked: int
-
-def b2mb(num: float) -> int: ...
-def gpu_mem_get(id: DeviceId = None) -> GPUMemory: ...
-def gpu_mem_get_all() -> List[GPUMemory]: ...
-def gpu_mem_get_free() -> int: ...
-def gpu_mem_get_used() -> int: ...
-def gpu_mem_get_free_no_cache() -> int: ...
-def gpu_mem_get_used_no_cache() -> int: ...
-def gpu_handle(id: DeviceId = None) -> GpuHandle: ...
-def gpu_mem_get_used_fast(gpu_handle: Any) -> int: ...
-def gpu_with_max_free_mem() -> Tuple[Optional[int], int]: ...
-def preload_pytorch() -> bool: ...
-def device_count() -> int: ...
-def devices() -> List[Dict[str, Any]]: ...
-def diagnostics() -> List[str]: ...
-def last_diagnostic() -> str: ...
-def driver_version() -> str: ...
-
-class SilentSwitch:
-    def __call__(self, silent: object = True) -> None: ...
-    def __bool__(self) -> bool: ...
-    def __eq__(self, other: object) -> bool: ...
-    def __hash__(self) -> int: ...
-
-class _SilentAttribute:
-    @overload
-    def __get__(self, trace: None, owner: Any = None) -> _SilentAttribute: ...
-    @overload
-    def __get__(self, trace: GPUMemTrace, owner: Any = None) -> SilentSwitch: ...
-    def __set__(self, trace: GPUMemTrace, value: object) -> None: ...
-
-class GPUMemTrace:
-    silent: _SilentAttribute
-    ctx: Any
-    on_exit_report: Any
-    def __init__(
-        self,
-        silent: object = False,
-        ctx: object = None,
-        on_exit_report: object = True,
-        *,
-        device: DeviceId = None,
-        source: str = "automatic",
-        no_cache: bool = True,
-    ) -> None: ...
-    def start(self) -> None: ...
-    def stop(self) -> None: ...
-    def reset(self) -> None: ...
-    def data_set(self) -> None: ...
-    def data(self) -> Tuple[int, int]: ...
-    def data_bytes(self) -> TraceBytes: ...
-    @property
-    def delta_used(self) -> int: ...
-    @property
-    def delta_peaked(self) -> int: ...
-    @property
-    def used_start(self) -> int: ...
-    @property
-    def used_peak(self) -> int: ...
-    def _get_ctx(self, subctx: object = None) -> str: ...
-    def report(self, subctx: object = None) -> None: ...
-    def report_n_reset(self, subctx: object = None) -> None: ...
-    @property
-    def is_silent(self) -> bool: ...
-    @property
-    def is_running(self) -> bool: ...
-    @property
-    def source(self) -> str: ...
-    def __enter__(self) -> GPUMemTrace: ...
-    def __exit__(self, *exc: object) -> None: ...
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-def gpu_mem_trace(func: _F) -> _F: ...
 def load_ipython_extension(ipython: Any) -> None: ...
 def unload_ipython_extension(ipython: Any) -> None: ...

@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import operator
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 from . import _native
 
@@ -75,7 +75,7 @@ def _cuda_index(kind: object, index: object, id: object) -> Optional[int]:
     return _ordinal(index, id)
 
 
-def _ordinal(index: object, id: object) -> Optional[int]:
+def _ordinal(index: Any, id: object) -> Optional[int]:
     try:
         value = operator.index(index)  # int, bool, numpy integers
     except TypeError:

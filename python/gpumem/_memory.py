@@ -8,7 +8,7 @@ from typing import List, Optional, Tuple
 
 from . import _framework, _native
 
-_GPUMemoryFields = namedtuple("GPUMemory", ["total", "free", "used"])
+_GPUMemoryFields = namedtuple("_GPUMemoryFields", ["total", "free", "used"])
 
 
 class GPUMemory(_GPUMemoryFields):
