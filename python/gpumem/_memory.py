@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from collections import namedtuple
 from typing import List, Optional, Tuple
@@ -109,7 +110,7 @@ def gpu_mem_get_used_fast(gpu_handle) -> int:
     if isinstance(gpu_handle, GpuHandle):
         return _native.gpu_mem_get_used_fast(gpu_handle)
     pynvml = sys.modules.get("pynvml")
-    if pynvml is not None and type(gpu_handle).__module__.startswith(("pynvml", "ctypes")):
+    if pynvml is not None and isinstance(gpu_handle, (ctypes._Pointer, ctypes.c_void_p)):
         try:
             return b2mb(pynvml.nvmlDeviceGetMemoryInfo(gpu_handle).used)
         except Exception:

@@ -352,3 +352,26 @@ def test_cuda_device_order_pci_bus_id(sim):
     assert fastest["zero"] == list(A100_IDLE)
     assert by_bus["names"] == ["NVIDIA H200", "NVIDIA A100-SXM4-40GB"]
     assert by_bus["zero"] == list(H200_IDLE)
+
+
+def test_gpu_mem_get_used_fast_reads_a_pynvml_handle_through_pynvml(sim):
+    # Code written for fastai.utils.mem holds pynvml handles (ctypes pointers); they are read
+    # through the pynvml the program loaded, as fastai.utils.mem did.
+    result = sim.run("""
+        import ctypes, sys, types
+        class Memory:
+            used = 300 * 2**20 + 5
+        pynvml = types.ModuleType("pynvml")
+        pynvml.nvmlDeviceGetMemoryInfo = lambda handle: Memory
+        sys.modules["pynvml"] = pynvml
+        import gpumem
+        handle = ctypes.pointer(ctypes.c_int(7))
+        broken = ctypes.c_void_p(1)
+        pynvml_read = gpumem.gpu_mem_get_used_fast(handle)
+        pynvml.nvmlDeviceGetMemoryInfo = lambda handle: 1 / 0
+        emit(read=pynvml_read, failing=gpumem.gpu_mem_get_used_fast(broken),
+             ordinal=gpumem.gpu_mem_get_used_fast(0))
+    """)
+    assert result["read"] == 300
+    assert result["failing"] == 0
+    assert result["ordinal"] == H200_RESERVED
