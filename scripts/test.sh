@@ -14,6 +14,9 @@ echo "every C++ file is clang-formatted"
 echo "== tests (build/)"
 ctest --test-dir build --output-on-failure -j "$JOBS"
 
+echo "== the Python package (isolated build, twine, a fresh virtual environment, mypy)"
+scripts/python_package.sh
+
 sanitized() {  # build-dir, sanitizers, ctest filter
   local dir=$1 sanitize=$2 filter=$3
   echo "== tests under -fsanitize=$sanitize ($dir/)"

@@ -3,8 +3,8 @@
 A drop-in for ``fastai.utils.mem``: change ``from fastai.utils.mem import …`` to
 ``from gpumem import …``. Device ids are CUDA ordinals as the program sees them
 (``CUDA_VISIBLE_DEVICES`` and ``CUDA_DEVICE_ORDER`` respected), peaks are exact where CUPTI works,
-and importing never fails for lack of a GPU or driver: queries then return the seed's zeros.
-gpumem never imports torch or CuPy; it uses them when the program has.
+and importing never fails for lack of a GPU or driver: queries then return fastai.utils.mem's
+zeros. gpumem never imports torch or CuPy; it uses them when the program has.
 
 In IPython/Jupyter, ``%load_ext gpumem`` reports every cell's used and peak memory.
 """
@@ -31,7 +31,8 @@ from ._native import (
     driver_version,
     last_diagnostic,
 )
-from ._trace import GPUMemTrace, TraceBytes, gpu_mem_trace
+from ._memory import _GPUMemoryFields  # noqa: F401  (GPUMemory's base, named in the stubs)
+from ._trace import GPUMemTrace, SilentSwitch, TraceBytes, _SilentAttribute, gpu_mem_trace  # noqa: F401
 
 from ._native import version as __version__  # noqa: E402
 

@@ -1,78 +1,60 @@
-from typing import Any, Awaitable, Callable, Dict, List, NamedTuple, Optional, Tuple, TypeVar, overload
+from typing import Any
 
-from ._native import GpuHandle as GpuHandle
+from ._memory import (
+    GPUMemory as GPUMemory,
+    GpuHandle as GpuHandle,
+    _GPUMemoryFields as _GPUMemoryFields,
+    b2mb as b2mb,
+    gpu_handle as gpu_handle,
+    gpu_mem_get as gpu_mem_get,
+    gpu_mem_get_all as gpu_mem_get_all,
+    gpu_mem_get_free as gpu_mem_get_free,
+    gpu_mem_get_free_no_cache as gpu_mem_get_free_no_cache,
+    gpu_mem_get_used as gpu_mem_get_used,
+    gpu_mem_get_used_fast as gpu_mem_get_used_fast,
+    gpu_mem_get_used_no_cache as gpu_mem_get_used_no_cache,
+    gpu_with_max_free_mem as gpu_with_max_free_mem,
+    preload_pytorch as preload_pytorch,
+)
+from ._native import (
+    device_count as device_count,
+    devices as devices,
+    diagnostics as diagnostics,
+    driver_version as driver_version,
+    last_diagnostic as last_diagnostic,
+)
+from ._trace import (
+    GPUMemTrace as GPUMemTrace,
+    SilentSwitch as SilentSwitch,
+    TraceBytes as TraceBytes,
+    _SilentAttribute as _SilentAttribute,
+    gpu_mem_trace as gpu_mem_trace,
+)
 
 __version__: str
+__all__ = [
+    "GPUMemory",
+    "GPUMemTrace",
+    "GpuHandle",
+    "TraceBytes",
+    "b2mb",
+    "device_count",
+    "devices",
+    "diagnostics",
+    "driver_version",
+    "gpu_handle",
+    "gpu_mem_get",
+    "gpu_mem_get_all",
+    "gpu_mem_get_free",
+    "gpu_mem_get_free_no_cache",
+    "gpu_mem_get_used",
+    "gpu_mem_get_used_fast",
+    "gpu_mem_get_used_no_cache",
+    "gpu_mem_trace",
+    "gpu_with_max_free_mem",
+    "last_diagnostic",
+    "preload_pytorch",
+]
 
-class GPUMemory(NamedTuple):
-    """Memory of one GPU in MB: total, free, used (the seed's field order)."""
-
-    total: int
-    free: int
-    used: int
-
-class TraceBytes(NamedTuple):
-    """A trace's readings in bytes."""
-
-    source: str
-    device: int
-    start: int
-    end: int
-    peak: int
-    delta_used: int
-    delta_peaked: int
-
-def b2mb(num: float) -> int: ...
-def gpu_mem_get(id: Optional[int] = None) -> GPUMemory: ...
-def gpu_mem_get_all() -> List[GPUMemory]: ...
-def gpu_mem_get_free() -> int: ...
-def gpu_mem_get_used() -> int: ...
-def gpu_mem_get_free_no_cache() -> int: ...
-def gpu_mem_get_used_no_cache() -> int: ...
-def gpu_handle(id: Optional[int] = None) -> GpuHandle: ...
-def gpu_mem_get_used_fast(gpu_handle: Any) -> int: ...
-def gpu_with_max_free_mem() -> Tuple[Optional[int], int]: ...
-def preload_pytorch() -> bool: ...
-def device_count() -> int: ...
-def devices() -> List[Dict[str, Any]]: ...
-def diagnostics() -> List[str]: ...
-def last_diagnostic() -> str: ...
-def driver_version() -> str: ...
-
-class GPUMemTrace:
-    def __init__(
-        self,
-        silent: bool = False,
-        ctx: Optional[str] = None,
-        on_exit_report: bool = True,
-        *,
-        device: Optional[int] = None,
-        source: str = "automatic",
-        no_cache: bool = True,
-    ) -> None: ...
-    def start(self) -> None: ...
-    def stop(self) -> None: ...
-    def reset(self) -> None: ...
-    def data(self) -> Tuple[int, int]: ...
-    def data_bytes(self) -> TraceBytes: ...
-    def report(self, subctx: Optional[str] = None) -> None: ...
-    def report_n_reset(self, subctx: Optional[str] = None) -> None: ...
-    def silent(self, silent: bool = True) -> None: ...
-    @property
-    def is_silent(self) -> bool: ...
-    @property
-    def is_running(self) -> bool: ...
-    @property
-    def on_exit_report(self) -> bool: ...
-    @property
-    def ctx(self) -> Optional[str]: ...
-    @property
-    def source(self) -> str: ...
-    def __enter__(self) -> "GPUMemTrace": ...
-    def __exit__(self, *exc: object) -> None: ...
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-def gpu_mem_trace(func: _F) -> _F: ...
 def load_ipython_extension(ipython: Any) -> None: ...
 def unload_ipython_extension(ipython: Any) -> None: ...

@@ -1,4 +1,4 @@
-"""Python frameworks, detected and never required.
+"""Python frameworks, detected and never required, and the device ids they use.
 
 gpumem never imports torch or CuPy: it looks in ``sys.modules`` for frameworks the program has
 already imported, so importing gpumem stays cheap and cannot fail because of them.
@@ -7,12 +7,16 @@ already imported, so importing gpumem stays cheap and cannot fail because of the
 from __future__ import annotations
 
 import gc
+import operator
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 from . import _native
 
 _hook_id: Optional[int] = None
+
+# The largest ordinal the native core takes (a C int).
+_MAX_ORDINAL = 2**31 - 1
 
 
 def _torch_with_cuda():
@@ -40,15 +44,77 @@ def current_device() -> int:
     calling thread's current CUDA device as the driver knows it (``_native.current_device``)."""
     torch = _torch_with_cuda()
     if torch is not None:
-        return int(torch.cuda.current_device())
+        try:
+            return int(torch.cuda.current_device())
+        except Exception:  # torch says CUDA is there but cannot start it: ask the driver
+            pass
     cupy = _cupy_with_cuda()
     if cupy is not None:
-        return int(cupy.cuda.runtime.getDevice())
+        try:
+            return int(cupy.cuda.runtime.getDevice())
+        except Exception:
+            pass
     return _native.current_device
 
 
-def resolve_device(id: Optional[int]) -> int:
-    return current_device() if id is None else int(id)
+def _invalid(id: object, why: str) -> None:
+    shown = repr(id)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    _native.note_diagnostic(f"GPU id {shown}: {why}; zeros returned")
+
+
+def _cuda_index(kind: object, index: object, id: object) -> Optional[int]:
+    """The ordinal of a ``cuda`` device named as (type, index): index None is the current
+    device."""
+    if kind != "cuda":
+        _invalid(id, "not a CUDA device")
+        return None
+    if index is None:
+        return current_device()
+    return _ordinal(index, id)
+
+
+def _ordinal(index: Any, id: object) -> Optional[int]:
+    try:
+        value = operator.index(index)  # int, bool, numpy integers
+    except TypeError:
+        _invalid(id, "not a device id")
+        return None
+    if not 0 <= value <= _MAX_ORDINAL:
+        _invalid(id, "no such device")
+        return None
+    return value
+
+
+def resolve_device(id: object) -> Optional[int]:
+    """The CUDA ordinal that ``id`` names, or None (with a diagnostic) where it names none.
+
+    ``None`` is the current device; ints and numpy integers are ordinals; ``torch.device`` (or
+    anything with ``type`` and ``index``) and strings ``"cuda"`` / ``"cuda:N"`` are the device
+    they name. Everything else (negative or huge numbers, floats, ``"cpu"``, other strings) names
+    no device: fastai.utils.mem answered those with zeros, and so do the callers here."""
+    if id is None:
+        return current_device()
+    if isinstance(id, str):
+        kind, _, number = id.strip().partition(":")
+        if not number:
+            return _cuda_index(kind, None, id)
+        try:
+            return _cuda_index(kind, int(number), id)
+        except ValueError:
+            _invalid(id, "not a device id")
+            return None
+    if hasattr(id, "type") and hasattr(id, "index") and not isinstance(id, (int, float)):
+        return _cuda_index(getattr(id, "type"), getattr(id, "index"), id)
+    return _ordinal(id, id)
+
+
+def note_not_visible(ordinal: int) -> None:
+    """Records why a valid-looking ordinal read zeros, when no visible device has it."""
+    count = _native.device_count()
+    if ordinal >= count:
+        _invalid(ordinal, f"no such device ({count} visible)")
 
 
 def frameworks_loaded() -> bool:

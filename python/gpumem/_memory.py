@@ -2,30 +2,59 @@
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from collections import namedtuple
 from typing import List, Optional, Tuple
 
 from . import _framework, _native
 
-GPUMemory = namedtuple("GPUMemory", ["total", "free", "used"])
-GPUMemory.__doc__ = "Memory of one GPU in MB: total, free, used (the seed's field order)."
+_GPUMemoryFields = namedtuple("_GPUMemoryFields", ["total", "free", "used"])
+
+
+class GPUMemory(_GPUMemoryFields):
+    """Memory of one GPU in MB: the namedtuple ``(total, free, used)`` of fastai.utils.mem, in
+    its field order. ``used`` is ``total - free``, the driver's own reservation included (so an
+    idle GPU reads used > 0, as NVML's v1 memory info that fastai.utils.mem read says); that
+    reservation alone is the attribute ``reserved`` (MB; 0 where the driver does not report it
+    apart), which is not a field: unpacking and comparisons see three values."""
+
+    reserved: int = 0  # what _make and _replace (which bypass __new__) give
+
+    def __new__(cls, total: int, free: int, used: int, reserved: int = 0) -> "GPUMemory":
+        memory = super().__new__(cls, total, free, used)
+        memory.reserved = reserved
+        return memory
+
 
 GpuHandle = _native.GpuHandle
 
+_ZEROS = GPUMemory(0, 0, 0)
+
 
 def b2mb(num) -> int:
-    """Bytes to MB (2**20 bytes), truncated toward zero: the seed's ``int(num/2**20)``, exact
-    for integers of any size."""
+    """Bytes to MB (2**20 bytes), truncated toward zero: fastai.utils.mem's ``int(num/2**20)``,
+    exact for integers of any size."""
     if isinstance(num, int):
         return num // 2**20 if num >= 0 else -((-num) // 2**20)
     return int(num / 2**20)
 
 
-def gpu_mem_get(id: Optional[int] = None) -> GPUMemory:
-    """Total, free and used MB of GPU ``id`` (a CUDA ordinal, as torch numbers devices; ``None``:
-    the current device). ``GPUMemory(0, 0, 0)`` without a GPU or for an invalid id."""
-    return GPUMemory(*_native.gpu_mem_get(_framework.resolve_device(id)))
+def gpu_mem_get(id=None) -> GPUMemory:
+    """Total, free and used MB of GPU ``id``; ``reserved`` MB as an attribute.
+
+    ``id`` is a CUDA ordinal as torch numbers devices (an int or a numpy integer), a
+    ``torch.device`` or a string ``"cuda"`` / ``"cuda:N"``; ``None`` is the current device.
+    ``GPUMemory(0, 0, 0)`` without a GPU, and for any id that names no visible GPU (negative,
+    out of range, ``"cpu"``, …; ``gpumem.diagnostics()`` says why): it never raises."""
+    ordinal = _framework.resolve_device(id)
+    if ordinal is None:
+        return _ZEROS
+    reading = _native.gpu_mem_get(ordinal)
+    if reading is None:
+        _framework.note_not_visible(ordinal)
+        return _ZEROS
+    return GPUMemory(*reading)
 
 
 def gpu_mem_get_all() -> List[GPUMemory]:
@@ -61,28 +90,32 @@ def gpu_mem_get_used_no_cache() -> int:
     return gpu_mem_get().used
 
 
-def gpu_handle(id: Optional[int] = None) -> GpuHandle:
-    """Resolves GPU ``id`` (``None``: the current device) once, for ``gpu_mem_get_used_fast``."""
-    return _native.gpu_handle(_framework.resolve_device(id))
+def gpu_handle(id=None) -> GpuHandle:
+    """Resolves GPU ``id`` (as for ``gpu_mem_get``; ``None``: the current device) once, for
+    ``gpu_mem_get_used_fast``. An id that names no GPU gives an invalid handle, which reads 0."""
+    ordinal = _framework.resolve_device(id)
+    if ordinal is None:
+        return GpuHandle()  # invalid: reads 0
+    return _native.gpu_handle(ordinal)
+
+
+_handle_for = gpu_handle  # gpu_mem_get_used_fast's argument has fastai.utils.mem's name
 
 
 def gpu_mem_get_used_fast(gpu_handle) -> int:
-    """Used MB through a handle: one NVML call. Takes a ``gpumem.gpu_handle()``, a CUDA ordinal,
-    or, for code written for the seed, a pynvml device handle (read through pynvml itself).
-    0 when the handle cannot be read."""
+    """Used MB (``total - free``, as ``gpu_mem_get``) through a handle: one NVML call. Takes a
+    ``gpumem.gpu_handle()``, any id ``gpu_mem_get`` takes, or, for code written for
+    fastai.utils.mem, a pynvml device handle (read through pynvml itself). 0 when it cannot be
+    read."""
     if isinstance(gpu_handle, GpuHandle):
         return _native.gpu_mem_get_used_fast(gpu_handle)
-    if isinstance(gpu_handle, int):
-        return _native.gpu_mem_get_used_fast(_native.gpu_handle(gpu_handle))
     pynvml = sys.modules.get("pynvml")
-    if pynvml is not None:
+    if pynvml is not None and isinstance(gpu_handle, (ctypes._Pointer, ctypes.c_void_p)):
         try:
             return b2mb(pynvml.nvmlDeviceGetMemoryInfo(gpu_handle).used)
         except Exception:
             return 0
-    raise TypeError(
-        f"gpu_mem_get_used_fast expects gpumem.gpu_handle(id), not {type(gpu_handle).__name__}"
-    )
+    return _native.gpu_mem_get_used_fast(_handle_for(gpu_handle))
 
 
 def gpu_with_max_free_mem() -> Tuple[Optional[int], int]:
@@ -94,9 +127,10 @@ def gpu_with_max_free_mem() -> Tuple[Optional[int], int]:
 
 def preload_pytorch() -> bool:
     """Creates the CUDA context on the current device now, so its cost (hundreds of MB) is not
-    charged to the first measurement. With torch loaded and CUDA available this is the seed's
-    ``torch.ones((1, 1)).cuda()``; otherwise gpumem creates the primary context that torch,
-    CuPy and the CUDA runtime all share. False (and nothing done) without a GPU."""
+    charged to the first measurement. With torch loaded and CUDA available this is
+    fastai.utils.mem's ``torch.ones((1, 1)).cuda()``; otherwise gpumem creates the primary
+    context that torch, CuPy and the CUDA runtime all share. False (and nothing done) without a
+    GPU."""
     torch = _framework._torch_with_cuda()
     if torch is not None:
         torch.ones((1, 1)).cuda()

@@ -15,8 +15,8 @@ TraceBytes = namedtuple(
 )
 TraceBytes.__doc__ = (
     "A trace's readings in bytes: where the peak came from (exact, sampled, reported or none), "
-    "the CUDA ordinal, used bytes at start, at the end (now, or at stop) and at the peak, and "
-    "the seed's two deltas."
+    "the CUDA ordinal, the traced level at start, at the end (now, or at stop) and at the peak, "
+    "and fastai.utils.mem's two deltas."
 )
 
 _warned_no_gpu = False
@@ -35,35 +35,102 @@ def _warn_once_without_gpu(source: str) -> None:
         )
 
 
+# An ordinal no device has: a trace asked for an id that names no GPU measures zeros.
+_NO_DEVICE = 2**31 - 1
+
+
+class SilentSwitch:
+    """What ``mtrace.silent`` reads as: true while the trace is silent, and callable as
+    fastai.utils.mem documents its method, ``mtrace.silent(silent=True)``."""
+
+    __slots__ = ("_trace",)
+
+    def __init__(self, trace) -> None:
+        self._trace = trace
+
+    def __call__(self, silent: object = True) -> None:
+        """Silences (or, with False, resumes) ``report`` and ``report_n_reset``."""
+        self._trace.set_silent(bool(silent))
+
+    def __bool__(self) -> bool:
+        return bool(self._trace.is_silent)
+
+    def __eq__(self, other: object) -> bool:
+        return bool(self) == other
+
+    def __hash__(self) -> int:
+        return hash(bool(self))
+
+    def __repr__(self) -> str:
+        return repr(bool(self))
+
+
+class _SilentAttribute:
+    """``silent``: assign a bool (``mtrace.silent = True``, what fastai.utils.mem's attribute
+    did) or call it (``mtrace.silent(False)``, its documented method); either silences or
+    resumes ``report`` and ``report_n_reset``. Reads as true while silent."""
+
+    def __get__(self, trace, owner=None):
+        if trace is None:
+            return self
+        return SilentSwitch(trace._trace)
+
+    def __set__(self, trace, value: object) -> None:
+        trace._trace.set_silent(bool(value))
+
+
+def _mb(level: int) -> int:
+    return level // 2**20 if level >= 0 else -((-level) // 2**20)
+
+
 class GPUMemTrace:
-    """Traces used and peak GPU memory from construction, exactly (CUPTI) where possible.
+    """Traces used and peak GPU memory from construction: fastai.utils.mem's GPUMemTrace.
 
-    The seed's API: ``start``, ``stop``, ``reset``, ``data``, ``report``, ``report_n_reset``,
-    ``silent``, the context manager (reports ``(ctx: exit)`` on leaving unless
-    ``on_exit_report=False``) and ``repr``. Reports go to ``sys.stdout`` as it is when they are
-    made. Without a GPU it warns once and measures zeros (the seed asserted).
+    What it measures, by default, is the **process footprint** on the device: the device memory
+    the driver holds for this process (its allocations as the driver backs them, and the CUDA
+    context and modules), with exact peaks from the driver's allocation events where CUPTI works
+    and a native sampler otherwise. For one process on an otherwise idle GPU this is the device's
+    used memory (``total - free``) that fastai.utils.mem traced; unlike that, other processes'
+    memory does not show in it. ``source="sampled"`` traces the device's used memory instead,
+    other processes included. ``data_bytes().source`` says which source produced the readings.
 
-    Extra keyword arguments: ``device`` (CUDA ordinal; default the framework's current device),
-    ``source`` ("automatic", "exact", "sampled", "reported") and ``no_cache`` (empty the
-    frameworks' caches before measuring the endpoints, as the seed does; default True).
+    fastai.utils.mem's API, all of it: ``start``, ``stop``, ``reset``, ``data``, ``data_set``,
+    ``report``, ``report_n_reset``, ``silent`` (assign a bool or call it), ``ctx`` and
+    ``on_exit_report`` (assignable), ``used_start``, ``used_peak``, ``delta_used``,
+    ``delta_peaked``, ``_get_ctx``, the context manager (reports ``(ctx: exit)`` on leaving
+    unless ``on_exit_report`` is false) and ``repr``. Reports go to ``sys.stdout`` as it is when
+    they are made. Without a GPU it warns once and measures zeros (fastai.utils.mem asserted).
+
+    Extra keyword arguments: ``device`` (any id ``gpu_mem_get`` takes; default the framework's
+    current device), ``source`` ("automatic", "exact", "sampled", "reported") and ``no_cache``
+    (empty the frameworks' caches before measuring the endpoints, as fastai.utils.mem does;
+    default True).
     """
+
+    silent = _SilentAttribute()
 
     def __init__(
         self,
-        silent: bool = False,
-        ctx: Optional[str] = None,
-        on_exit_report: bool = True,
+        silent: object = False,
+        ctx: object = None,
+        on_exit_report: object = True,
         *,
-        device: Optional[int] = None,
+        device: object = None,
         source: str = "automatic",
         no_cache: bool = True,
     ):
         _framework.ensure_cache_hook()
+        ordinal = _framework.resolve_device(device)
+        self.ctx = ctx
+        self.on_exit_report = on_exit_report
+        self._deltas: Optional[Tuple[int, int]] = None
+        # ctx and on_exit_report stay here, assignable; the native trace reports the whole
+        # context note as its subctx.
         self._trace = _native.Trace(
             silent=bool(silent),
-            ctx=ctx,
-            on_exit_report=bool(on_exit_report),
-            device=_framework.resolve_device(device),
+            ctx=None,
+            on_exit_report=False,
+            device=_NO_DEVICE if ordinal is None else ordinal,
             source=source,
             no_cache=no_cache,
         )
@@ -76,48 +143,80 @@ class GPUMemTrace:
     def stop(self) -> None:
         """Freezes the data, for reading later."""
         self._trace.stop()
+        self.data_set()
 
     def reset(self) -> None:
         """Re-baselines start and peak at the current level; keeps running."""
         self._trace.reset()
 
+    def data_set(self) -> None:
+        """Computes ``delta_used`` and ``delta_peaked`` now (frozen after ``stop``)."""
+        used, peaked = self._trace.data()
+        self._deltas = (used, peaked)
+
     def data(self) -> Tuple[int, int]:
         """``(delta_used, delta_peaked)`` in MB: live while running, frozen after ``stop``."""
-        used, peaked = self._trace.data()
-        return used, peaked
+        self.data_set()
+        assert self._deltas is not None
+        return self._deltas
 
     def data_bytes(self) -> TraceBytes:
         """The readings behind ``data`` in bytes, with the peak's source and the device."""
         return TraceBytes(**self._trace.data_bytes())
 
-    def report(self, subctx: Optional[str] = None) -> None:
+    @property
+    def delta_used(self) -> int:
+        """MB used since the start, as of the last ``data``/``data_set``/``stop``."""
+        if self._deltas is None:
+            self.data_set()
+        assert self._deltas is not None
+        return self._deltas[0]
+
+    @property
+    def delta_peaked(self) -> int:
+        """MB peaked above the start and above ``delta_used``, as of the last
+        ``data``/``data_set``/``stop``."""
+        if self._deltas is None:
+            self.data_set()
+        assert self._deltas is not None
+        return self._deltas[1]
+
+    @property
+    def used_start(self) -> int:
+        """The traced level at the start (``start``/``reset``), MB."""
+        return _mb(self._trace.data_bytes()["start"])
+
+    @property
+    def used_peak(self) -> int:
+        """The highest traced level since the start, MB."""
+        return _mb(self._trace.data_bytes()["peak"])
+
+    def _get_ctx(self, subctx: object = None) -> str:
+        """``' (ctx: subctx)'``, ``' (ctx)'``, ``' (subctx)'`` or ``''``, as in reports."""
+        note = self._note(subctx)
+        return "" if note is None else f" ({note})"
+
+    def _note(self, subctx: object) -> Optional[str]:
+        parts = [str(part) for part in (self.ctx, subctx) if part is not None]
+        return ": ".join(parts) if parts else None
+
+    def report(self, subctx: object = None) -> None:
         """Prints ``△Used Peaked MB: … (ctx: subctx)`` unless silent."""
-        self._trace.report(subctx)
+        self._trace.report(self._note(subctx))
 
-    def report_n_reset(self, subctx: Optional[str] = None) -> None:
+    def report_n_reset(self, subctx: object = None) -> None:
         """``report(subctx)``, then ``reset()``."""
-        self._trace.report_n_reset(subctx)
-
-    def silent(self, silent: bool = True) -> None:
-        """Silences (or, with False, resumes) ``report`` and ``report_n_reset``. A method that
-        works, unlike the seed's, which its own attribute shadowed."""
-        self._trace.set_silent(bool(silent))
+        self._trace.report_n_reset(self._note(subctx))
 
     @property
     def is_silent(self) -> bool:
+        """Whether ``report`` and ``report_n_reset`` print nothing."""
         return self._trace.is_silent
 
     @property
     def is_running(self) -> bool:
+        """Whether the trace runs (from construction or ``start`` until ``stop``)."""
         return self._trace.is_running
-
-    @property
-    def on_exit_report(self) -> bool:
-        return self._trace.on_exit_report
-
-    @property
-    def ctx(self) -> Optional[str]:
-        return self._trace.ctx
 
     @property
     def source(self) -> str:

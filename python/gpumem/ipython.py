@@ -1,5 +1,5 @@
-"""``%load_ext gpumem``: every cell traced with exact peaks, one line per cell in the seed's
-format::
+"""``%load_ext gpumem``: every cell traced with exact peaks, one line per cell in
+fastai.utils.mem's format::
 
     △Used Peaked MB:    512    256 (cell 3)
 
@@ -18,7 +18,8 @@ from ._trace import GPUMemTrace, TraceBytes
 
 CellMemory = namedtuple("CellMemory", ["cell", "delta_used", "delta_peaked", "bytes"])
 CellMemory.__doc__ = (
-    "One cell's trace: its execution count, the seed's two deltas in MB, and the TraceBytes."
+    "One cell's trace: its execution count, fastai.utils.mem's two deltas in MB, and the "
+    "TraceBytes."
 )
 
 history: List[CellMemory] = []

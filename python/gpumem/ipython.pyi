@@ -20,3 +20,12 @@ class CellTracer:
 
 def load_ipython_extension(shell: Any) -> None: ...
 def unload_ipython_extension(shell: Any) -> None: ...
+
+__all__ = [
+    "CellMemory",
+    "CellTracer",
+    "TraceBytes",
+    "history",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]

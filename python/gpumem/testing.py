@@ -39,13 +39,17 @@ class DeviceMemory:
 
 
 def allocate(mb: float = 0, device: Optional[int] = None, *, nbytes: Optional[int] = None):
-    """Allocates ``mb`` MB (2**20 bytes), or exactly ``nbytes`` bytes, on CUDA ordinal ``device``
-    (``None``: the current device) with ``cuMemAlloc``, making the device's primary context
-    current. Raises MemoryError when the driver refuses (out of memory, no GPU)."""
+    """Allocates ``mb`` MB (2**20 bytes), or exactly ``nbytes`` bytes, on GPU ``device`` (any id
+    ``gpu_mem_get`` takes; ``None``: the current device) with ``cuMemAlloc``, making the
+    device's primary context current. Raises MemoryError when the driver refuses (out of memory,
+    no GPU), ValueError for an id that names no GPU."""
     size = int(nbytes) if nbytes is not None else int(mb * MB)
     if size <= 0:
         raise ValueError("allocate needs a positive size")
-    allocation = _native.device_allocate(size, _framework.resolve_device(device))
+    ordinal = _framework.resolve_device(device)
+    if ordinal is None:
+        raise ValueError(f"allocate: {device!r} names no GPU")
+    allocation = _native.device_allocate(size, ordinal)
     if not allocation.valid:
         reason = _native.last_diagnostic() or "the CUDA driver refused"
         raise MemoryError(f"cannot allocate {size} bytes on the GPU: {reason}")

@@ -1,8 +1,9 @@
-from typing import Optional
+from typing import Any, List, Optional
 
 MB: int
 
 class DeviceMemory:
+    def __init__(self, allocation: Any) -> None: ...
     address: int
     size: int
     device: int
@@ -12,4 +13,4 @@ class DeviceMemory:
     def __enter__(self) -> "DeviceMemory": ...
     def __exit__(self, *exc: object) -> None: ...
 
-def allocate(mb: float = 0, device: Optional[int] = None, *, nbytes: Optional[int] = None) -> DeviceMemory: ...
+def allocate(mb: float = 0, device: object = None, *, nbytes: Optional[int] = None) -> DeviceMemory: ...

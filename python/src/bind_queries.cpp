@@ -15,11 +15,14 @@ namespace py = pybind11;
 namespace gpumem::python {
 namespace {
 
-using MemoryTuple = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
+// (total, free, used, reserved) MB: GPUMemory's three fields (used = total − free) and the
+// driver's reservation, which the Python GPUMemory carries as an attribute.
+using MemoryTuple = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
 using BytesTuple = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t>;
 
-MemoryTuple as_tuple(const GPUMemory& memory) {
-  return {memory.total, memory.free, memory.used};
+MemoryTuple as_tuple(const GPUMemoryBytes& bytes) {
+  const GPUMemory memory = to_mb(bytes);
+  return {memory.total, memory.free, memory.used, static_cast<std::int64_t>(bytes.reserved >> 20)};
 }
 
 }  // namespace
@@ -29,9 +32,14 @@ void bind_queries(py::module_& module) {
   module.attr("current_device") = current_device;
 
   module.def(
-      "gpu_mem_get", [](int id) { return as_tuple(gpu_mem_get(id)); },
+      "gpu_mem_get",
+      [](int id) -> std::optional<MemoryTuple> {
+        const auto bytes = gpu_mem_get_bytes(id);
+        if (!bytes) return std::nullopt;
+        return as_tuple(*bytes);
+      },
       py::arg("id") = current_device, release(),
-      "(total, free, used) MB of CUDA ordinal `id`; zeros when unavailable.");
+      "(total, free, used, reserved) MB of CUDA ordinal `id`; None when unavailable.");
   module.def(
       "gpu_mem_get_bytes",
       [](int id) -> std::optional<BytesTuple> {
@@ -45,7 +53,7 @@ void bind_queries(py::module_& module) {
       "gpu_mem_get_all",
       [] {
         std::vector<MemoryTuple> all;
-        for (const auto& memory : gpu_mem_get_all()) all.push_back(as_tuple(memory));
+        for (const auto& bytes : gpu_mem_get_all_bytes()) all.push_back(as_tuple(bytes));
         return all;
       },
       release());
@@ -60,6 +68,7 @@ void bind_queries(py::module_& module) {
 
   py::class_<GpuHandle>(module, "GpuHandle",
                         "A device resolved once, for repeated cheap reads of its used memory.")
+      .def(py::init<>(), "An invalid handle: reads give 0.")
       .def_property_readonly("valid", &GpuHandle::valid)
       .def_property_readonly("ordinal", &GpuHandle::ordinal)
       .def("__bool__", &GpuHandle::valid)

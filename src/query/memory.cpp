@@ -16,10 +16,16 @@ constexpr std::int64_t unsigned_b2mb(std::uint64_t bytes) noexcept {
   return static_cast<std::int64_t>(bytes >> 20);
 }
 
+// fastai.utils.mem's used: total − free (NVML v1's used), never negative.
+constexpr std::uint64_t device_used(std::uint64_t total, std::uint64_t free) noexcept {
+  return total > free ? total - free : 0;
+}
+
 }  // namespace
 
 GPUMemory to_mb(const GPUMemoryBytes& bytes) noexcept {
-  return {unsigned_b2mb(bytes.total), unsigned_b2mb(bytes.free), unsigned_b2mb(bytes.used)};
+  return {unsigned_b2mb(bytes.total), unsigned_b2mb(bytes.free),
+          unsigned_b2mb(device_used(bytes.total, bytes.free))};
 }
 
 namespace {
@@ -63,13 +69,22 @@ GPUMemory gpu_mem_get(int id) noexcept {
   return bytes ? to_mb(*bytes) : GPUMemory{};
 }
 
+std::vector<GPUMemoryBytes> gpu_mem_get_all_bytes() noexcept {
+  std::vector<GPUMemoryBytes> all;
+  try {
+    for (const identity::MappedDevice& device : identity::device_map().devices) {
+      all.push_back(read_device(device).value_or(GPUMemoryBytes{}));
+    }
+  } catch (...) {
+    return {};
+  }
+  return all;
+}
+
 std::vector<GPUMemory> gpu_mem_get_all() noexcept {
   std::vector<GPUMemory> all;
   try {
-    for (const identity::MappedDevice& device : identity::device_map().devices) {
-      const std::optional<GPUMemoryBytes> bytes = read_device(device);
-      all.push_back(bytes ? to_mb(*bytes) : GPUMemory{});
-    }
+    for (const GPUMemoryBytes& bytes : gpu_mem_get_all_bytes()) all.push_back(to_mb(bytes));
   } catch (...) {
     return {};
   }
@@ -117,39 +132,41 @@ namespace {
 }
 
 [[gnu::noinline]] std::int64_t used_mb_slow(const GpuHandle& handle) noexcept {
-  const std::optional<std::uint64_t> used = used_bytes_slow(handle);
-  return used ? unsigned_b2mb(*used) : 0;
+  if (!handle.valid()) return 0;
+  driver::MemoryReading reading;
+  const abi::nvmlReturn_t rc =
+      driver::memory_info(static_cast<abi::nvmlDevice_t>(handle.native()), reading);
+  if (rc != abi::NVML_SUCCESS) {
+    detail::note_nvml_failure(handle.ordinal(), "memory info", rc);
+    return 0;
+  }
+  return unsigned_b2mb(device_used(reading.total, reading.free));
 }
 
 // The sampler's hot path: one indirect call into NVML. Everything else (the first read, a v1-only
 // NVML, errors) goes to the out-of-line path, so the fast one needs no saved registers.
-[[gnu::always_inline]] inline bool read_used_v2(const GpuHandle& handle,
-                                                std::uint64_t& used) noexcept {
+[[gnu::always_inline]] inline bool read_v2(const GpuHandle& handle,
+                                           abi::nvmlMemory_v2_t& memory) noexcept {
   const auto read = driver::g_working_memory_v2.load(std::memory_order_acquire);
   if (read == nullptr || !handle.valid()) [[unlikely]]
     return false;
-  abi::nvmlMemory_v2_t memory;
   memory.version = abi::kNvmlMemory_v2;
-  if (read(static_cast<abi::nvmlDevice_t>(handle.native()), &memory) != abi::NVML_SUCCESS)
-      [[unlikely]]
-    return false;
-  used = memory.used;
-  return true;
+  return read(static_cast<abi::nvmlDevice_t>(handle.native()), &memory) == abi::NVML_SUCCESS;
 }
 
 }  // namespace
 
 std::optional<std::uint64_t> gpu_mem_get_used_bytes_fast(const GpuHandle& handle) noexcept {
-  std::uint64_t used = 0;
-  if (read_used_v2(handle, used)) [[likely]]
-    return used;
+  abi::nvmlMemory_v2_t memory;
+  if (read_v2(handle, memory)) [[likely]]
+    return memory.used;
   return used_bytes_slow(handle);
 }
 
 std::int64_t gpu_mem_get_used_fast(const GpuHandle& handle) noexcept {
-  std::uint64_t used = 0;
-  if (read_used_v2(handle, used)) [[likely]]
-    return unsigned_b2mb(used);
+  abi::nvmlMemory_v2_t memory;
+  if (read_v2(handle, memory)) [[likely]]
+    return unsigned_b2mb(device_used(memory.total, memory.free));
   return used_mb_slow(handle);
 }
 

@@ -89,7 +89,7 @@ TEST(CudaInit, FailureLeavesNvmlWorking) {
   EXPECT_FALSE(preload());
   EXPECT_FALSE(device_allocate(MiB, 0).valid());
   EXPECT_TRUE(has_diagnostic("CUDA: cuInit failed (CUDA_ERROR_NO_DEVICE)"));
-  EXPECT_EQ(gpu_mem_get(0), (GPUMemory{kH200Total, kH200Total - kH200Reserved, 0}));
+  EXPECT_EQ(gpu_mem_get(0), (GPUMemory{kH200Total, kH200Total - kH200Reserved, kH200Reserved}));
   EXPECT_EQ(device_count(), 2);
 }
 
@@ -103,7 +103,8 @@ TEST(CudaInit, StubLibrary) {
 TEST(OldDriver, UnversionedSymbolsOnly) {
   SimGpu sim;
   ::setenv("GPUMEM_NVML_LIBRARY", sim_path("old/libnvidia-ml.so.1").c_str(), 1);
-  // v1 memory info: used includes the reservation, which is not reported apart.
+  // v1 memory info: NVML's used includes the reservation, which is not reported apart; the MB
+  // figures are the same as with v2 (used = total − free).
   EXPECT_EQ(gpu_mem_get(0), (GPUMemory{kH200Total, kH200Total - kH200Reserved, kH200Reserved}));
   EXPECT_EQ(gpu_mem_get_bytes(0)->reserved, 0u);
   EXPECT_EQ(gpu_mem_get(1).total, kA100Total);
@@ -131,10 +132,11 @@ TEST(NvmlMemory, V1Only) {
 
 TEST(NvmlMemory, V2Only) {
   SimGpu sim(kTwoGpus, "nvml_memory=v2");
-  EXPECT_EQ(gpu_mem_get(0), (GPUMemory{kH200Total, kH200Total - kH200Reserved, 0}));
+  EXPECT_EQ(gpu_mem_get(0), (GPUMemory{kH200Total, kH200Total - kH200Reserved, kH200Reserved}));
   EXPECT_EQ(gpu_mem_get_bytes(0)->reserved, kH200Reserved * MiB);
   DeviceAllocation block = device_allocate(3 * MiB, 0);
-  EXPECT_EQ(gpu_mem_get_used_fast(gpu_handle(0)), 3);
+  EXPECT_EQ(gpu_mem_get_used_fast(gpu_handle(0)), kH200Reserved + 3);
+  EXPECT_EQ(gpu_mem_get_used_bytes_fast(gpu_handle(0)), 3 * MiB);
 }
 
 TEST(LostDevice, MidRunAndBack) {
@@ -146,7 +148,7 @@ TEST(LostDevice, MidRunAndBack) {
   EXPECT_EQ(gpu_mem_get_used_fast(h200), 0);
   EXPECT_EQ(last_diagnostic(), "GPU 0 lost (NVML_ERROR_GPU_IS_LOST)");
   // The other device keeps answering.
-  EXPECT_EQ(gpu_mem_get(1), (GPUMemory{kA100Total, kA100Total - kA100Reserved, 0}));
+  EXPECT_EQ(gpu_mem_get(1), (GPUMemory{kA100Total, kA100Total - kA100Reserved, kA100Reserved}));
   const auto all = gpu_mem_get_all();
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0], GPUMemory{});
@@ -155,10 +157,10 @@ TEST(LostDevice, MidRunAndBack) {
   EXPECT_TRUE(device_processes(0).empty());
   sim.set_lost(1, false);
   EXPECT_EQ(gpu_mem_get(0).total, kH200Total);
-  EXPECT_EQ(gpu_mem_get_used_fast(h200), 0);
+  EXPECT_EQ(gpu_mem_get_used_fast(h200), kH200Reserved);
   EXPECT_EQ(gpu_with_max_free_mem(), (MaxFreeMemory{0, kH200Total - kH200Reserved}));
   DeviceAllocation block = device_allocate(3 * MiB, 0);
-  EXPECT_EQ(gpu_mem_get_used_fast(h200), 3);  // the handle reads the device again
+  EXPECT_EQ(gpu_mem_get_used_fast(h200), kH200Reserved + 3);  // the handle reads the device again
   const auto messages = diagnostics();
   EXPECT_EQ(std::count(messages.begin(), messages.end(), "GPU 0 lost (NVML_ERROR_GPU_IS_LOST)"), 1);
 }

@@ -171,10 +171,10 @@ TEST(Refresh, HandleStaysValidAcrossRefreshes) {
   const GpuHandle handle = gpu_handle(1);
   ::setenv("CUDA_VISIBLE_DEVICES", "0", 1);
   EXPECT_EQ(device_count(), 1);
-  DeviceAllocation block = device_allocate(8 * MiB, 0);  // the H200 (ordinal 0 under "0")
-  EXPECT_EQ(gpu_mem_get_used_fast(handle), 0);           // the handle is still the A100
+  DeviceAllocation block = device_allocate(8 * MiB, 0);     // the H200 (ordinal 0 under "0")
+  EXPECT_EQ(gpu_mem_get_used_fast(handle), kA100Reserved);  // the handle is still the A100
   EXPECT_EQ(gpu_mem_get_used_bytes_fast(handle), std::optional<std::uint64_t>{0});
-  EXPECT_EQ(gpu_mem_get(0).used, 8);
+  EXPECT_EQ(gpu_mem_get(0).used, kH200Reserved + 8);
   ::unsetenv("CUDA_VISIBLE_DEVICES");
 }
 

@@ -54,7 +54,7 @@ TEST(Loading, QueriesDuringStaticDestructionExitCleanly) {
     static QueriesAtExit at_exit;  // destroyed after the library's own statics were made
     static DeviceAllocation block = device_allocate(MiB, 0);
     (void)gpu_mem_get(0);
-    std::exit(block.valid() && gpu_mem_get(0).used == 1 ? 0 : 3);
+    std::exit(block.valid() && gpu_mem_get_bytes(0)->used == MiB ? 0 : 3);
   }
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);

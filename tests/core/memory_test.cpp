@@ -22,14 +22,17 @@ TEST(B2mb, TruncatesTowardZero) {
 }
 
 TEST(ToMb, EachFieldTruncatedSeparately) {
-  const GPUMemoryBytes bytes{10 * MiB + 1, 4 * MiB - 1, 6 * MiB + 2, 7};
+  // used is total − free in bytes, then truncated: 6 MiB + 2 here, whatever NVML's used says.
+  const GPUMemoryBytes bytes{10 * MiB + 1, 4 * MiB - 1, 5 * MiB, MiB + 2};
   EXPECT_EQ(to_mb(bytes), (GPUMemory{10, 3, 6}));
+  EXPECT_EQ(to_mb(GPUMemoryBytes{MiB, 2 * MiB, 0, 0}), (GPUMemory{1, 2, 0}));  // never negative
 }
 
 TEST(GpuMemGet, OrdinalsFollowCudaOrder) {
   SimGpu sim;
-  EXPECT_EQ(gpu_mem_get(0), (GPUMemory{kH200Total, kH200Total - kH200Reserved, 0}));
-  EXPECT_EQ(gpu_mem_get(1), (GPUMemory{kA100Total, kA100Total - kA100Reserved, 0}));
+  // used = total − free, as fastai.utils.mem read it (NVML v1): the driver's reservation counts.
+  EXPECT_EQ(gpu_mem_get(0), (GPUMemory{kH200Total, kH200Total - kH200Reserved, kH200Reserved}));
+  EXPECT_EQ(gpu_mem_get(1), (GPUMemory{kA100Total, kA100Total - kA100Reserved, kA100Reserved}));
   EXPECT_EQ(gpu_mem_get(), gpu_mem_get(0));  // the current device is 0 while CUDA is unused
 }
 
@@ -59,6 +62,12 @@ TEST(GpuMemGet, AllInOrdinalOrder) {
   EXPECT_EQ(all[0].total, kH200Total);
   EXPECT_EQ(all[1].total, kA100Total);
   EXPECT_EQ(all[1].free, kA100Total - kA100Reserved);
+  EXPECT_EQ(all[1].used, kA100Reserved);
+  const std::vector<GPUMemoryBytes> bytes = gpu_mem_get_all_bytes();
+  ASSERT_EQ(bytes.size(), 2u);
+  EXPECT_EQ(bytes[0], gpu_mem_get_bytes(0));
+  EXPECT_EQ(bytes[1].reserved, kA100Reserved * MiB);
+  EXPECT_EQ(bytes[1].used, 0u);
 }
 
 TEST(GpuMemGet, AllocationsShowInUsedAndFree) {
@@ -67,13 +76,14 @@ TEST(GpuMemGet, AllocationsShowInUsedAndFree) {
   ASSERT_TRUE(block.valid());
   EXPECT_EQ(block.size(), 300 * MiB);
   EXPECT_EQ(block.device(), 0);
-  EXPECT_EQ(gpu_mem_get(0), (GPUMemory{kH200Total, kH200Total - kH200Reserved - 300, 300}));
-  EXPECT_EQ(gpu_mem_get(1).used, 0);
-  EXPECT_EQ(gpu_mem_get_used(), 300);
+  EXPECT_EQ(gpu_mem_get(0),
+            (GPUMemory{kH200Total, kH200Total - kH200Reserved - 300, kH200Reserved + 300}));
+  EXPECT_EQ(gpu_mem_get(1).used, kA100Reserved);
+  EXPECT_EQ(gpu_mem_get_used(), kH200Reserved + 300);
   EXPECT_EQ(gpu_mem_get_free(), kH200Total - kH200Reserved - 300);
   block.reset();
   EXPECT_FALSE(block.valid());
-  EXPECT_EQ(gpu_mem_get_used(), 0);
+  EXPECT_EQ(gpu_mem_get_used(), kH200Reserved);
 }
 
 TEST(GpuMemGet, SecondDeviceAllocation) {
@@ -81,10 +91,10 @@ TEST(GpuMemGet, SecondDeviceAllocation) {
   DeviceAllocation block = device_allocate(2 * MiB + 123, 1);
   ASSERT_TRUE(block.valid());
   EXPECT_EQ(gpu_mem_get_bytes(1)->used, 2 * MiB + 123);
-  EXPECT_EQ(gpu_mem_get(1).used, 2);
-  EXPECT_EQ(gpu_mem_get(0).used, 0);
+  EXPECT_EQ(gpu_mem_get(1).used, kA100Reserved + 2);
+  EXPECT_EQ(gpu_mem_get(0).used, kH200Reserved);
   EXPECT_EQ(current_device_ordinal(), 1);  // the allocation made device 1 current
-  EXPECT_EQ(gpu_mem_get_used(), 2);
+  EXPECT_EQ(gpu_mem_get_used(), kA100Reserved + 2);
 }
 
 TEST(GpuMemGet, MoveTransfersOwnership) {
@@ -94,9 +104,9 @@ TEST(GpuMemGet, MoveTransfersOwnership) {
   EXPECT_FALSE(a.valid());  // NOLINT(bugprone-use-after-move)
   ASSERT_TRUE(b.valid());
   DeviceAllocation c = device_allocate(5 * MiB, 0);
-  EXPECT_EQ(gpu_mem_get(0).used, 15);
+  EXPECT_EQ(gpu_mem_get(0).used, kH200Reserved + 15);
   c = std::move(b);  // frees c's 5 MiB
-  EXPECT_EQ(gpu_mem_get(0).used, 10);
+  EXPECT_EQ(gpu_mem_get(0).used, kH200Reserved + 10);
 }
 
 TEST(GpuMemGet, FailedAllocationIsInvalid) {
@@ -105,7 +115,7 @@ TEST(GpuMemGet, FailedAllocationIsInvalid) {
   EXPECT_FALSE(device_allocate(MiB, -3).valid());
   EXPECT_FALSE(device_allocate(1'000'000 * MiB, 0).valid());
   EXPECT_EQ(last_diagnostic(), "GPU 0: cuMemAlloc failed (CUDA_ERROR_OUT_OF_MEMORY)");
-  EXPECT_EQ(gpu_mem_get(0).used, 0);
+  EXPECT_EQ(gpu_mem_get(0).used, kH200Reserved);
 }
 
 TEST(GpuMemGetFast, ReadsThroughAHandle) {
@@ -113,10 +123,11 @@ TEST(GpuMemGetFast, ReadsThroughAHandle) {
   const GpuHandle handle = gpu_handle(1);
   ASSERT_TRUE(handle.valid());
   EXPECT_EQ(handle.ordinal(), 1);
-  EXPECT_EQ(gpu_mem_get_used_fast(handle), 0);
+  EXPECT_EQ(gpu_mem_get_used_fast(handle), kA100Reserved);  // total − free, as gpu_mem_get
   DeviceAllocation block = device_allocate(64 * MiB + 7, 1);
-  EXPECT_EQ(gpu_mem_get_used_fast(handle), 64);
-  EXPECT_EQ(gpu_mem_get_used_bytes_fast(handle), 64 * MiB + 7);
+  EXPECT_EQ(gpu_mem_get_used_fast(handle), kA100Reserved + 64);
+  EXPECT_EQ(gpu_mem_get_used_fast(handle), gpu_mem_get(1).used);
+  EXPECT_EQ(gpu_mem_get_used_bytes_fast(handle), 64 * MiB + 7);  // NVML's used, apart from it
 }
 
 TEST(GpuMemGetFast, InvalidHandle) {
@@ -147,14 +158,14 @@ TEST(MaxFree, NoneWithoutGpus) {
 
 TEST(Preload, CreatesTheContextUpFront) {
   SimGpu sim(kWithContext);
-  EXPECT_EQ(gpu_mem_get(0).used, 0);
+  EXPECT_EQ(gpu_mem_get(0).used, kH200Reserved);
   EXPECT_TRUE(preload());
-  EXPECT_EQ(gpu_mem_get(0).used, 500);
+  EXPECT_EQ(gpu_mem_get(0).used, kH200Reserved + 500);
   EXPECT_EQ(current_device_ordinal(), 0);
   EXPECT_TRUE(preload());  // again: nothing more is charged
-  EXPECT_EQ(gpu_mem_get(0).used, 500);
+  EXPECT_EQ(gpu_mem_get(0).used, kH200Reserved + 500);
   DeviceAllocation block = device_allocate(100 * MiB);
-  EXPECT_EQ(gpu_mem_get(0).used, 600);
+  EXPECT_EQ(gpu_mem_get(0).used, kH200Reserved + 600);
 }
 
 TEST(Preload, UsesTheCurrentDevice) {
@@ -214,7 +225,8 @@ TEST(Concurrency, ManyThreadsReadTheSameNumbers) {
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 200; ++i) {
-        if (gpu_mem_get(1).used != 42 || gpu_mem_get(0).total != kH200Total) ++wrong;
+        if (gpu_mem_get(1).used != kA100Reserved + 42 || gpu_mem_get(0).total != kH200Total)
+          ++wrong;
       }
     });
   }

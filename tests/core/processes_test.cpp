@@ -73,8 +73,9 @@ TEST(CrossProcess, ChildAllocationVisibleInParent) {
   SimGpu sim;
   AllocatingChild child(256 * MiB, 0);
   ASSERT_TRUE(child.ready());
-  EXPECT_EQ(gpu_mem_get(0), (GPUMemory{kH200Total, kH200Total - kH200Reserved - 256, 256}));
-  EXPECT_EQ(gpu_mem_get(1).used, 0);
+  EXPECT_EQ(gpu_mem_get(0),
+            (GPUMemory{kH200Total, kH200Total - kH200Reserved - 256, kH200Reserved + 256}));
+  EXPECT_EQ(gpu_mem_get(1).used, kA100Reserved);
   const auto processes = device_processes(0);
   const auto found = find_process(processes, child.pid());
   ASSERT_TRUE(found.has_value());
@@ -82,7 +83,7 @@ TEST(CrossProcess, ChildAllocationVisibleInParent) {
   EXPECT_FALSE(find_process(processes, static_cast<unsigned>(::getpid())).has_value());
   EXPECT_TRUE(device_processes(1).empty());
   EXPECT_EQ(child.finish(), 0);
-  EXPECT_EQ(gpu_mem_get(0).used, 0);
+  EXPECT_EQ(gpu_mem_get(0).used, kH200Reserved);
   EXPECT_TRUE(device_processes(0).empty());
 }
 
@@ -91,7 +92,7 @@ TEST(CrossProcess, ChildAndParentBothListed) {
   DeviceAllocation mine = device_allocate(32 * MiB, 1);
   AllocatingChild child(64 * MiB, 1);
   ASSERT_TRUE(child.ready());
-  EXPECT_EQ(gpu_mem_get(1).used, 96);
+  EXPECT_EQ(gpu_mem_get(1).used, kA100Reserved + 96);
   const auto processes = device_processes(1);
   EXPECT_EQ(processes.size(), 2u);
   EXPECT_EQ(find_process(processes, child.pid())->used_bytes, 64 * MiB);

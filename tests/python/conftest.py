@@ -39,9 +39,20 @@ TWO_GPUS = {
 }
 H200_UUID = TWO_GPUS["devices"][1]["uuid"]
 A100_UUID = TWO_GPUS["devices"][0]["uuid"]
-# (total, free, used) MB when idle, by CUDA ordinal; NVML v2: total = reserved + used + free.
-H200_IDLE = (143771, 143771 - 542, 0)
-A100_IDLE = (40960, 40960 - 256, 0)
+# (total, free, used) MB when idle, by CUDA ordinal. NVML v2 reports total = reserved + used +
+# free; fastai.utils.mem's used is total - free, so the driver's reservation reads as used.
+H200_RESERVED, A100_RESERVED = 542, 256
+H200_IDLE = (143771, 143771 - H200_RESERVED, H200_RESERVED)
+A100_IDLE = (40960, 40960 - A100_RESERVED, A100_RESERVED)
+
+
+def with_allocated(idle, mb):
+    """(total, free, used) of a device holding ``mb`` MB more than when idle."""
+    return [idle[0], idle[1] - mb, idle[2] + mb]
+
+# fastai's own suite (tests/python/fastai) runs in pytest processes of its own, each on a GPU of
+# its own: see test_fastai_suite.py.
+collect_ignore = ["fastai"]
 
 _CLEARED = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "GPUMEM_SIM_FAULTS", "CUDA_INJECTION64_PATH")
 

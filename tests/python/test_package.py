@@ -46,3 +46,41 @@ def test_public_functions_have_docstrings():
         assert getattr(gpumem, name).__doc__, name
     for method in ("start", "stop", "reset", "data", "report", "report_n_reset", "silent"):
         assert getattr(gpumem.GPUMemTrace, method).__doc__, method
+
+
+def _public_docstrings():
+    import inspect
+
+    import gpumem.ipython
+    import gpumem.testing
+
+    for module in (gpumem, gpumem.ipython, gpumem.testing, gpumem._native):
+        yield module.__name__, module.__doc__ or ""
+        for name in dir(module):
+            if name.startswith("__"):
+                continue
+            value = getattr(module, name)
+            yield f"{module.__name__}.{name}", getattr(value, "__doc__", None) or ""
+            if inspect.isclass(value):
+                for member, attribute in vars(value).items():
+                    doc = getattr(attribute, "__doc__", None)
+                    if isinstance(doc, str):
+                        yield f"{module.__name__}.{name}.{member}", doc
+
+
+def test_public_text_names_fastai_utils_mem():
+    # Users meet the docstrings, the stubs and the README (the wheel's long description).
+    for where, doc in _public_docstrings():
+        assert "seed" not in doc.lower(), where
+    package = Path(gpumem.__file__).parent
+    for stub in package.glob("*.pyi"):
+        assert "seed" not in stub.read_text().lower(), stub.name
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    if readme.exists():  # the checkout's README, which pyproject.toml makes the long description
+        assert "the seed" not in readme.read_text().lower()
+
+
+def test_the_trace_docstring_says_what_it_measures():
+    doc = gpumem.GPUMemTrace.__doc__
+    assert "process footprint" in doc and "fastai.utils.mem" in doc
+    assert 'source="sampled"' in doc

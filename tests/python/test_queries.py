@@ -2,7 +2,8 @@
 
 import pytest
 
-from conftest import A100_IDLE, A100_UUID, H200_IDLE, H200_UUID
+from conftest import (A100_IDLE, A100_RESERVED, A100_UUID, H200_IDLE, H200_RESERVED, H200_UUID,
+                      with_allocated)
 
 
 def test_b2mb_truncates_toward_zero_like_the_seed():
@@ -17,13 +18,23 @@ def test_b2mb_truncates_toward_zero_like_the_seed():
     assert b2mb(2**80 + 2**20) == 2**60 + 1  # exact where float division is not
 
 
-def test_gpumemory_is_the_seeds_namedtuple():
+def test_gpumemory_is_fastais_namedtuple_with_reserved_beside_it():
+    import pickle
+
     from gpumem import GPUMemory
 
     memory = GPUMemory(1, 2, 3)
     assert memory._fields == ("total", "free", "used")
     assert memory == (1, 2, 3)
     assert (memory.total, memory.free, memory.used) == (1, 2, 3)
+    assert repr(memory) == "GPUMemory(total=1, free=2, used=3)"
+    assert memory.reserved == 0
+    reading = GPUMemory(10, 4, 6, 2)
+    total, free, used = reading  # three values, as fastai.utils.mem's
+    assert (total, free, used, reading.reserved) == (10, 4, 6, 2)
+    assert reading == (10, 4, 6) and len(reading) == 3
+    assert pickle.loads(pickle.dumps(reading)).reserved == 2
+    assert reading._replace(free=5) == (10, 5, 6)
 
 
 def test_idle_readings_follow_cuda_order(sim):
@@ -38,18 +49,74 @@ def test_idle_readings_follow_cuda_order(sim):
     assert result["one"] == list(A100_IDLE)
     assert result["all"] == [list(H200_IDLE), list(A100_IDLE)]
     assert result["free"] == H200_IDLE[1]
-    assert result["used"] == 0
+    assert result["used"] == H200_RESERVED  # total - free: an idle GPU reads used > 0
     assert result["best"] == [0, H200_IDLE[1]]
     assert result["typename"] == "GPUMemory"
 
 
-@pytest.mark.parametrize("bad_id", [2, 7, -5])
-def test_invalid_id_gives_zeros(sim, bad_id):
-    result = sim.run(f"""
+def test_used_is_total_minus_free_and_reserved_is_apart(sim):
+    result = sim.run("""
         import gpumem
-        emit(memory=gpumem.gpu_mem_get({bad_id}))
+        from gpumem.testing import allocate
+        held = allocate(nbytes=5 * 2**20 + 123, device=1)
+        memory = gpumem.gpu_mem_get(1)
+        emit(memory=memory, reserved=memory.reserved, reserved0=gpumem.gpu_mem_get(0).reserved,
+             all_reserved=[m.reserved for m in gpumem.gpu_mem_get_all()],
+             fast=gpumem.gpu_mem_get_used_fast(gpumem.gpu_handle(1)),
+             bytes=gpumem._native.gpu_mem_get_bytes(1))
     """)
-    assert result["memory"] == [0, 0, 0]
+    total, free, used, reserved = result["bytes"]
+    assert used == 5 * 2**20 + 123 and reserved == A100_RESERVED * 2**20  # NVML v2's own fields
+    # fastai.utils.mem's MB: each of total, free and total - free truncated
+    assert result["memory"] == [total >> 20, free >> 20, (total - free) >> 20]
+    assert result["memory"] == [A100_IDLE[0], A100_IDLE[1] - 6, A100_RESERVED + 5]
+    assert result["fast"] == A100_RESERVED + 5
+    assert result["reserved"] == A100_RESERVED
+    assert result["reserved0"] == H200_RESERVED
+    assert result["all_reserved"] == [H200_RESERVED, A100_RESERVED]
+
+
+BAD_IDS = ["2", "7", "99", "-1", "-5", "2**40", "-2**70", "1.0", "'cpu'", "'gpu0'", "'1'",
+           "'cuda:x'", "'cuda:9'", "'cuda:-1'", "object()", "[0]", "torch.device('cpu')",
+           "torch.device('cuda', 5)", "numpy.int64(-1)"]
+
+
+def test_ids_that_name_no_gpu_give_zeros_with_a_diagnostic(sim):
+    # fastai.utils.mem answered each of these with zeros (its bare except); so does gpumem.
+    result = sim.run(f"""
+        import numpy, torch, gpumem
+        readings = {{}}
+        for text in {BAD_IDS!r}:
+            bad = eval(text)
+            readings[text] = [list(gpumem.gpu_mem_get(bad)), gpumem.gpu_handle(bad).valid,
+                              gpumem.gpu_mem_get_used_fast(bad)]
+        emit(readings=readings, diagnostics=gpumem.diagnostics())
+    """)
+    for text in BAD_IDS:
+        assert result["readings"][text] == [[0, 0, 0], False, 0], text
+    notes = [d for d in result["diagnostics"] if d.startswith("GPU id ")]
+    assert "GPU id -1: no such device; zeros returned" in notes
+    assert "GPU id 2: no such device (2 visible); zeros returned" in notes
+    assert "GPU id 'cpu': not a CUDA device; zeros returned" in notes
+    assert "GPU id 1.0: not a device id; zeros returned" in notes
+
+
+def test_ids_name_devices_as_torch_and_numpy_do(sim):
+    result = sim.run("""
+        import numpy, torch, gpumem
+        from gpumem.testing import allocate
+        held = allocate(64, device=1)  # device 1 becomes the current one
+        emit(**{name: gpumem.gpu_mem_get(id) for name, id in [
+            ("torch1", torch.device("cuda:1")), ("torch0", torch.device("cuda", 0)),
+            ("torch_current", torch.device("cuda")), ("string1", "cuda:1"), ("string0", " cuda:0"),
+            ("string_current", "cuda"), ("numpy1", numpy.int64(1)), ("numpy0", numpy.uint8(0)),
+            ("none", None), ("true", True)]})
+    """)
+    one, zero = with_allocated(A100_IDLE, 64), list(H200_IDLE)
+    for name in ("torch1", "string1", "numpy1", "torch_current", "string_current", "none", "true"):
+        assert result[name] == one, name
+    for name in ("torch0", "string0", "numpy0"):
+        assert result[name] == zero, name
 
 
 def test_allocations_show_on_their_device_only(sim):
@@ -61,9 +128,9 @@ def test_allocations_show_on_their_device_only(sim):
                  all=gpumem.gpu_mem_get_all())
         emit(after=gpumem.gpu_mem_get(1))
     """)
-    assert result["one"] == [A100_IDLE[0], A100_IDLE[1] - 100, 100]
+    assert result["one"] == with_allocated(A100_IDLE, 100)
     assert result["zero"] == list(H200_IDLE)
-    assert result["all"] == [list(H200_IDLE), [A100_IDLE[0], A100_IDLE[1] - 100, 100]]
+    assert result["all"] == [list(H200_IDLE), with_allocated(A100_IDLE, 100)]
     assert result["after"] == list(A100_IDLE)
 
 
@@ -76,9 +143,9 @@ def test_default_device_is_the_current_cuda_device(sim):
         emit(used=gpumem.gpu_mem_get_used(), free=gpumem.gpu_mem_get_free(),
              memory=gpumem.gpu_mem_get())
     """)
-    assert result["used"] == 64
+    assert result["used"] == A100_RESERVED + 64
     assert result["free"] == A100_IDLE[1] - 64
-    assert result["memory"] == [A100_IDLE[0], A100_IDLE[1] - 64, 64]
+    assert result["memory"] == with_allocated(A100_IDLE, 64)
 
 
 def test_gpu_with_max_free_mem_picks_the_device_with_most_free(sim):
@@ -100,19 +167,17 @@ def test_gpu_mem_get_used_fast_reads_through_a_handle(sim):
         with allocate(50, device=1):
             during = gpumem.gpu_mem_get_used_fast(handle)
             by_ordinal = gpumem.gpu_mem_get_used_fast(1)
-        try:
-            gpumem.gpu_mem_get_used_fast("gpu0")
-            wrong = None
-        except TypeError as error:
-            wrong = str(error)
-        emit(before=before, during=during, by_ordinal=by_ordinal, valid=bool(handle),
-             ordinal=handle.ordinal, invalid=gpumem.gpu_mem_get_used_fast(gpumem.gpu_handle(9)),
-             wrong=wrong)
+            by_name = gpumem.gpu_mem_get_used_fast("cuda:1")
+        emit(before=before, during=during, by_ordinal=by_ordinal, by_name=by_name,
+             valid=bool(handle), ordinal=handle.ordinal,
+             invalid=gpumem.gpu_mem_get_used_fast(gpumem.gpu_handle(9)),
+             wrong=gpumem.gpu_mem_get_used_fast("gpu0"))
     """)
-    assert (result["before"], result["during"], result["by_ordinal"]) == (0, 50, 50)
+    assert (result["before"], result["during"]) == (A100_RESERVED, A100_RESERVED + 50)
+    assert (result["by_ordinal"], result["by_name"]) == (A100_RESERVED + 50, A100_RESERVED + 50)
     assert result["valid"] is True and result["ordinal"] == 1
     assert result["invalid"] == 0
-    assert "gpu_handle" in result["wrong"]
+    assert result["wrong"] == 0
 
 
 def test_no_cache_reads_are_plain_reads_without_frameworks(sim):
@@ -123,7 +188,7 @@ def test_no_cache_reads_are_plain_reads_without_frameworks(sim):
         emit(used=gpumem.gpu_mem_get_used_no_cache(), free=gpumem.gpu_mem_get_free_no_cache(),
              torch="torch" in sys.modules, cupy="cupy" in sys.modules)
     """)
-    assert result["used"] == 30
+    assert result["used"] == H200_RESERVED + 30
     assert result["free"] == H200_IDLE[1] - 30
     assert result["torch"] is False and result["cupy"] is False
 
@@ -167,9 +232,9 @@ emit(used=gpumem.gpu_mem_get_used(), memory=gpumem.gpu_mem_get())
 emit(no_cache=gpumem.gpu_mem_get_used_no_cache(), calls=[c for c in calls if c != "gc"],
      collected="gc" in calls)
 """)
-    assert result["used"] == 100  # torch's current device (1), cache included
-    assert result["memory"] == [A100_IDLE[0], A100_IDLE[1] - 100, 100]
-    assert result["no_cache"] == 0
+    assert result["used"] == A100_RESERVED + 100  # torch's current device (1), cache included
+    assert result["memory"] == with_allocated(A100_IDLE, 100)
+    assert result["no_cache"] == A100_RESERVED
     assert result["calls"] == ["empty_cache"]
     assert result["collected"] is True
 
@@ -194,8 +259,8 @@ def test_cupy_pool_is_emptied_by_no_cache_reads(sim):
         emit(cached=gpumem.gpu_mem_get_used(), no_cache=gpumem.gpu_mem_get_used_no_cache(),
              free=gpumem.gpu_mem_get_free_no_cache())
     """)
-    assert result["cached"] == 40
-    assert result["no_cache"] == 0
+    assert result["cached"] == H200_RESERVED + 40
+    assert result["no_cache"] == H200_RESERVED
     assert result["free"] == H200_IDLE[1]
 
 
@@ -219,9 +284,9 @@ def test_preload_pytorch_creates_the_context_without_torch(sim):
         emit(before=before, done=done, after=gpumem.gpu_mem_get_used(),
              torch="torch" in sys.modules)
     """)
-    assert result["before"] == 0
+    assert result["before"] == H200_RESERVED
     assert result["done"] is True
-    assert result["after"] == 300
+    assert result["after"] == H200_RESERVED + 300
     assert result["torch"] is False
 
 
@@ -268,7 +333,7 @@ def test_cuda_visible_devices_maps_allocations_to_the_physical_gpu(sim):
         with allocate(123, device=0):
             emit(zero=gpumem.gpu_mem_get(0), name=gpumem.devices()[0]["name"])
     """, CUDA_VISIBLE_DEVICES="1")
-    assert result["zero"] == [A100_IDLE[0], A100_IDLE[1] - 123, 123]
+    assert result["zero"] == with_allocated(A100_IDLE, 123)
     assert result["name"] == "NVIDIA A100-SXM4-40GB"
 
 
@@ -287,3 +352,26 @@ def test_cuda_device_order_pci_bus_id(sim):
     assert fastest["zero"] == list(A100_IDLE)
     assert by_bus["names"] == ["NVIDIA H200", "NVIDIA A100-SXM4-40GB"]
     assert by_bus["zero"] == list(H200_IDLE)
+
+
+def test_gpu_mem_get_used_fast_reads_a_pynvml_handle_through_pynvml(sim):
+    # Code written for fastai.utils.mem holds pynvml handles (ctypes pointers); they are read
+    # through the pynvml the program loaded, as fastai.utils.mem did.
+    result = sim.run("""
+        import ctypes, sys, types
+        class Memory:
+            used = 300 * 2**20 + 5
+        pynvml = types.ModuleType("pynvml")
+        pynvml.nvmlDeviceGetMemoryInfo = lambda handle: Memory
+        sys.modules["pynvml"] = pynvml
+        import gpumem
+        handle = ctypes.pointer(ctypes.c_int(7))
+        broken = ctypes.c_void_p(1)
+        pynvml_read = gpumem.gpu_mem_get_used_fast(handle)
+        pynvml.nvmlDeviceGetMemoryInfo = lambda handle: 1 / 0
+        emit(read=pynvml_read, failing=gpumem.gpu_mem_get_used_fast(broken),
+             ordinal=gpumem.gpu_mem_get_used_fast(0))
+    """)
+    assert result["read"] == 300
+    assert result["failing"] == 0
+    assert result["ordinal"] == H200_RESERVED

@@ -360,3 +360,108 @@ with contextlib.redirect_stdout(sink):
 emit(lines=len(sink.getvalue().splitlines()))
 """, timeout=120)
     assert result["lines"] == 800
+
+
+def test_silent_as_an_attribute_and_as_a_method(sim):
+    # fastai.utils.mem's attribute shadowed its method: code assigned it; its docs called it.
+    result = sim.run(SETUP + """
+mtrace = GPUMemTrace(ctx="t")
+states = [bool(mtrace.silent)]
+mtrace.silent = True
+states.append(bool(mtrace.silent))
+mtrace.report("assigned True")        # nothing
+mtrace.silent(False)                   # the method still works after an assignment
+mtrace.report("called False")
+mtrace.silent(silent=True)
+mtrace.report_n_reset("called True")   # nothing
+mtrace.silent = 0
+mtrace.report("assigned 0")
+states += [mtrace.silent == False, mtrace.silent == True, repr(mtrace.silent), mtrace.is_silent]
+emit(states=states, class_doc=bool(GPUMemTrace.silent.__doc__))
+""")
+    assert result.lines == [line(0, 0, " (t: called False)"), line(0, 0, " (t: assigned 0)")]
+    assert result["states"] == [False, True, True, False, "False", False]
+    assert result["class_doc"] is True
+
+
+def test_ctx_and_on_exit_report_are_assignable(sim):
+    result = sim.run(SETUP + """
+mtrace = GPUMemTrace()
+mtrace.ctx = "renamed"
+mtrace.report("sub")
+mtrace.ctx = None
+mtrace.report()
+with GPUMemTrace(ctx="quiet") as quiet:
+    quiet.on_exit_report = False
+    some_code(keep=2)
+with GPUMemTrace(on_exit_report=False) as loud:
+    loud.on_exit_report = True
+    loud.ctx = "loud"
+    some_code(keep=3)
+emit(ctx=loud.ctx, flag=quiet.on_exit_report)
+""")
+    assert result.lines == [line(0, 0, " (renamed: sub)"), line(0, 0), line(3, 0, " (loud: exit)")]
+    assert result["ctx"] == "loud" and result["flag"] is False
+
+
+def test_fastais_attributes_data_set_and_get_ctx(sim):
+    result = sim.run(SETUP + """
+held.append(allocate(40))
+mtrace = GPUMemTrace(silent=True)
+start = mtrace.used_start
+some_code(keep=10, spike=25)
+mtrace.data_set()
+after_set = [mtrace.delta_used, mtrace.delta_peaked, mtrace.used_peak - mtrace.used_start]
+some_code(keep=5)
+unchanged = [mtrace.delta_used, mtrace.delta_peaked]   # as of the last data_set
+emit(start_delta=mtrace.used_start - start, after_set=after_set, unchanged=unchanged,
+     data=mtrace.data(), after_data=[mtrace.delta_used, mtrace.delta_peaked])
+mtrace.stop()
+some_code(keep=7)
+emit(stopped=[mtrace.delta_used, mtrace.delta_peaked], start_mb=mtrace.used_start,
+     start_bytes=mtrace.data_bytes().start,
+     ctx=[GPUMemTrace(ctx="a")._get_ctx(), GPUMemTrace()._get_ctx("exit"),
+          GPUMemTrace(ctx="a")._get_ctx("exit"), GPUMemTrace(ctx="a")._get_ctx(""),
+          GPUMemTrace()._get_ctx()])
+""")
+    assert result["start_delta"] == 0
+    assert result["after_set"] == [10, 25, 35]
+    assert result["unchanged"] == [10, 25]
+    assert result["data"] == [15, 20] and result["after_data"] == [15, 20]
+    assert result["stopped"] == [15, 20]  # frozen at stop
+    assert result["start_mb"] == result["start_bytes"] >> 20
+    assert result["ctx"] == [" (a)", " (exit)", " (a: exit)", " (a: )", ""]
+
+
+def test_construction_accepts_what_fastai_accepted(sim):
+    # fastai.utils.mem stored its arguments as given; a non-string ctx only failed when reported.
+    result = sim.run(SETUP + """
+positional = GPUMemTrace(1, "pos", 0)
+positional.report("x")           # silent (1 is true)
+with positional: pass            # on_exit_report 0: no report
+numbered = GPUMemTrace(ctx=3)
+numbered.report()
+numbered.report(4)
+emit(ctx=numbered.ctx, silent=bool(positional.silent), on_exit=positional.on_exit_report)
+""")
+    assert result.lines == [line(0, 0, " (3)"), line(0, 0, " (3: 4)")]
+    assert result["ctx"] == 3 and result["silent"] is True and result["on_exit"] == 0
+
+
+def test_trace_devices_by_any_id_and_zeros_for_none(sim):
+    result = sim.run(SETUP + """
+import warnings
+warnings.simplefilter("error")   # naming a device must not warn
+traces = [GPUMemTrace(device=d, silent=True) for d in ("cuda:1", 1, "cuda:0")]
+held.append(allocate(11, device=1))
+emit(data=[t.data() for t in traces], devices=[t.data_bytes().device for t in traces])
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    bad = GPUMemTrace(device="cpu", silent=True)
+held.append(allocate(5, device=0))
+emit(bad=bad.data(), source=bad.source, warned=[str(w.message) for w in caught])
+""")
+    assert result["data"] == [[11, 0], [11, 0], [0, 0]]
+    assert result["devices"] == [1, 1, 0]
+    assert result["bad"] == [0, 0] and result["source"] == "none"
+    assert "'cpu'" in result["warned"][0]

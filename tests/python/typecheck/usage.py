@@ -1,0 +1,51 @@
+"""Type-checked (mypy --strict, scripts/python_package.sh) against gpumem's stubs: fastai.utils.mem
+code as its users wrote it, and gpumem's additions. Never run; collected by no test."""
+
+from typing import List, Optional, Tuple
+
+from gpumem import *
+from gpumem import GpuHandle, TraceBytes, device_count, diagnostics
+from gpumem.testing import DeviceMemory, allocate
+
+
+def queries() -> None:
+    total, free, used = gpu_mem_get()
+    memory: GPUMemory = gpu_mem_get(0)
+    reserved: int = memory.reserved
+    by_name: GPUMemory = gpu_mem_get("cuda:1")
+    everything: List[GPUMemory] = gpu_mem_get_all()
+    best: Tuple[Optional[int], int] = gpu_with_max_free_mem()
+    handle: GpuHandle = gpu_handle(0)
+    fast: int = gpu_mem_get_used_fast(handle)
+    numbers: List[int] = [gpu_mem_get_free(), gpu_mem_get_used(), gpu_mem_get_free_no_cache(),
+                          gpu_mem_get_used_no_cache(), b2mb(2**20), device_count()]
+    preloaded: bool = preload_pytorch()
+    reasons: List[str] = diagnostics()
+    print(total, free, used, reserved, by_name, everything, best, fast, numbers, preloaded, reasons)
+
+
+@gpu_mem_trace
+def decorated(n: int) -> int:
+    return n * 2
+
+
+def traces() -> None:
+    mtrace = GPUMemTrace()
+    mtrace.report()
+    delta_used, delta_peaked = mtrace.data()
+    mtrace.silent = True          # fastai.utils.mem's attribute
+    mtrace.silent(silent=False)   # and its documented method
+    if mtrace.silent:
+        pass
+    mtrace.ctx = "renamed"
+    mtrace.on_exit_report = False
+    mtrace.data_set()
+    attributes: List[int] = [mtrace.used_start, mtrace.used_peak, mtrace.delta_used,
+                             mtrace.delta_peaked]
+    note: str = mtrace._get_ctx("sub")
+    with GPUMemTrace(ctx="block", device="cuda:0") as block:
+        held: DeviceMemory = allocate(1)
+        held.free()
+    reading: TraceBytes = block.data_bytes()
+    doubled: int = decorated(2)
+    print(delta_used, delta_peaked, attributes, note, reading.peak, doubled)
