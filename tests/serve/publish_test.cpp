@@ -121,7 +121,7 @@ TEST_F(Publish, BoundsTheFilesReadPerCall) {
   }
   SpoolContents contents = read_spool(spool_, SpoolLimits{3, 4096});
   EXPECT_EQ(contents.traces.size(), 3u);
-  EXPECT_EQ(contents.skipped, 2u);
+  EXPECT_EQ(contents.dropped, 2u);
 }
 
 TEST_F(Publish, RejectsBadScopesWithAReason) {
