@@ -11,6 +11,7 @@
 
 #include <list>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 
 #include "basic_auth.hpp"
@@ -358,14 +359,27 @@ bool HttpServer::Impl::make_room(const std::string& client) {
   const auto count = per_client.find(client);
   const bool client_full =
       count != per_client.end() && count->second >= limits.max_connections_per_client;
-  // The longest-idle kept-alive connection, else the oldest that has not finished its request.
+  // The client with the most connections gives one up (the newcomer's own when it is at its
+  // cap): its longest-idle kept-alive one first (a client retries on a fresh one), else its
+  // oldest that has not finished a request. Connections being answered are never closed.
+  auto rank = [](const Connection& c) {
+    return c.state == State::idle                                 ? 0
+           : c.state == State::fresh || c.state == State::reading ? 1
+                                                                  : 2;
+  };
   Connection* victim = nullptr;
-  for (State wanted : {State::idle, State::fresh, State::reading}) {
-    for (Connection* connection : connections) {
-      if (connection->state != wanted || (client_full && connection->client != client)) continue;
-      if (victim == nullptr || connection->since < victim->since) victim = connection;
+  std::size_t victim_clients = 0;
+  for (Connection* connection : connections) {
+    if (client_full && connection->client != client) continue;
+    if (rank(*connection) == 2) continue;
+    const std::size_t clients = per_client[connection->client];
+    const auto key =
+        std::tuple(-static_cast<std::ptrdiff_t>(clients), rank(*connection), connection->since);
+    if (victim == nullptr || key < std::tuple(-static_cast<std::ptrdiff_t>(victim_clients),
+                                              rank(*victim), victim->since)) {
+      victim = connection;
+      victim_clients = clients;
     }
-    if (victim != nullptr) break;
   }
   if (victim == nullptr) return false;
   ++stats.evicted_connections;
