@@ -116,6 +116,53 @@ TEST_F(Exporter, ShowsProcessesAndTheirSpikes) {
   ::kill(std::stoi(pid), SIGKILL);
 }
 
+// A process in a Kubernetes pod, as a synthetic /proc and kubelet tree describe it.
+TEST_F(Exporter, LabelsProcessesWithTheirPodAndContainer) {
+  const std::string workload = testing::sim_path("gpumem-sim") +
+                               " workload 'device 0; alloc a 1GiB; sleep 30s' & echo $! > " +
+                               spool_.string() + ".pid";
+  ASSERT_EQ(std::system(workload.c_str()), 0);
+  std::string pid;
+  for (int i = 0; i < 100 && pid.empty(); ++i) {
+    std::ifstream(spool_.string() + ".pid") >> pid;
+    if (pid.empty()) std::this_thread::sleep_for(10ms);
+  }
+  std::filesystem::remove(spool_.string() + ".pid");
+  const std::string id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  const auto tree = spool_.string() + "-tree";
+  const auto proc = std::filesystem::path(tree) / "proc" / pid;
+  std::filesystem::create_directories(proc);
+  std::filesystem::create_directories(std::filesystem::path(tree) / "containers");
+  std::ofstream(proc / "comm") << "python3\n";
+  std::ofstream(proc / "cgroup") << "0::/kubepods.slice/kubepods-burstable.slice/"
+                                    "kubepods-burstable-pod3f9d2b7e_1c4a_4e8b_9a0d_5b6c7d8e9f01."
+                                    "slice/cri-containerd-"
+                                 << id << ".scope\n";
+  std::ofstream(proc / "status") << "NSpid:\t" << pid << "\t7\n";
+  std::ofstream(std::filesystem::path(tree) / "containers" /
+                ("trainer-0_ml_pytorch-" + id + ".log"));
+  auto exporter = start({"--proc", tree + "/proc", "--kubelet-containers", tree + "/containers"});
+  auto e = scrape_until([&](const testing::Exposition& x) {
+    return !x.find("gpumem_process_memory_used_bytes", {{"pid", pid}}).empty();
+  });
+  ::kill(std::stoi(pid), SIGKILL);
+  std::filesystem::remove_all(tree);
+  auto found = e.find("gpumem_process_memory_used_bytes", {{"pid", pid}});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].value, 1024.0 * MiB);
+  const std::map<std::string, std::string> expected = {
+      {"process", "python3"},
+      {"namespace", "ml"},
+      {"pod", "trainer-0"},
+      {"container", "pytorch"},
+      {"container_id", id},
+      {"container_pid", "7"},
+      {"pod_uid", "3f9d2b7e-1c4a-4e8b-9a0d-5b6c7d8e9f01"}};
+  for (const auto& [label, value] : expected) {
+    EXPECT_EQ(found[0].labels[label], value) << label;
+  }
+}
+
 TEST_F(Exporter, ALostDeviceIsDownAndTheOtherStaysUp) {
   auto exporter = start();
   ASSERT_EQ(scrape().value("gpumem_device_up", {{"gpu", "1"}}), 1);
