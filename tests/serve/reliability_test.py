@@ -316,7 +316,7 @@ def main():
         return attack(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
     if len(sys.argv) != 3:
         fail("usage: reliability_test.py GPUMEM_EXECUTABLE SIM_DIR")
-    gpumem, sim = sys.argv[1], sys.argv[2]
+    gpumem, sim = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     for tool in ("prometheus", "promtool", "openssl"):
         if not shutil.which(tool):
             print("SKIP: %s is not installed (scripts/setup.sh installs it)" % tool)

@@ -41,6 +41,8 @@ struct ServeOptions {
   bool per_client_given = false;
   std::string request_timeout = "5s";
   std::string idle_timeout = "60s";
+  std::string write_timeout = "10s";
+  std::size_t max_request_bytes = 8192;
 };
 
 // The shortest and longest values that make sense; anything else is a typo.
@@ -88,13 +90,15 @@ int run_serve(const ServeOptions& options) {
   auto collect_interval = parse_duration(options.collect_interval);
   auto request_timeout = parse_duration(options.request_timeout);
   auto idle_timeout = parse_duration(options.idle_timeout);
+  auto write_timeout = parse_duration(options.write_timeout);
   for (const auto& [flag, text, value] :
        {std::tuple{"--interval", options.interval, interval},
         std::tuple{"--window", options.window, window},
         std::tuple{"--retention", options.retention, retention},
         std::tuple{"--collect-interval", options.collect_interval, collect_interval},
         std::tuple{"--request-timeout", options.request_timeout, request_timeout},
-        std::tuple{"--idle-timeout", options.idle_timeout, idle_timeout}}) {
+        std::tuple{"--idle-timeout", options.idle_timeout, idle_timeout},
+        std::tuple{"--write-timeout", options.write_timeout, write_timeout}}) {
     if (!value) {
       return usage_error(std::string("invalid ") + flag + " '" + text +
                          "': expected a duration such as 500us, 10ms, 1s or 30s");
@@ -106,8 +110,10 @@ int run_serve(const ServeOptions& options) {
     return usage_error("--collect-interval must be at least 10ms");
   }
   if (*retention < 1s) return usage_error("--retention must be at least 1s");
-  if (*request_timeout < kMinTimeout || *idle_timeout < kMinTimeout) {
-    return usage_error("--request-timeout and --idle-timeout must be at least 10ms");
+  if (*request_timeout < kMinTimeout || *idle_timeout < kMinTimeout ||
+      *write_timeout < kMinTimeout) {
+    return usage_error(
+        "--request-timeout, --idle-timeout and --write-timeout must be at least 10ms");
   }
   if (options.per_client_given && options.max_connections_per_client > options.max_connections) {
     return usage_error("--max-connections-per-client must not exceed --max-connections");
@@ -139,6 +145,8 @@ int run_serve(const ServeOptions& options) {
       std::min(options.max_connections_per_client, options.max_connections);
   limits.request_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*request_timeout);
   limits.idle_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*idle_timeout);
+  limits.write_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*write_timeout);
+  limits.max_request_bytes = options.max_request_bytes;
   raise_descriptor_limit();
 
   // The handler runs on the server's thread only, after both are set below.
@@ -283,6 +291,13 @@ void add_serve_command(CLI::App& app, int& exit_code) {
       ->add_option("--idle-timeout", options->idle_timeout,
                    "How long a kept-alive connection may wait for its next request")
       ->capture_default_str();
+  command->add_option("--write-timeout", options->write_timeout, "To send a whole response")
+      ->capture_default_str();
+  command
+      ->add_option("--max-request-bytes", options->max_request_bytes,
+                   "Request line and headers at most (larger get 431)")
+      ->capture_default_str()
+      ->check(CLI::Range(1024, 65536));
   command
       ->add_option("--proc", options->proc,
                    "Where processes are read (the host's /proc mounted elsewhere in a container)")
