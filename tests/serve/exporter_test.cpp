@@ -249,6 +249,8 @@ TEST_F(Exporter, RefusesNonsenseLimits) {
         {"--max-connections", "0"},
         {"--collect-interval", "1us"},
         {"--retention", "1ms"},
+        {"--write-timeout", "1ns"},
+        {"--max-request-bytes", "10"},
         {"--max-connections", "4", "--max-connections-per-client", "8"},
         {"--web.config.file", "/nonexistent/web.yml"}}) {
     bad.insert(bad.begin(), {"--listen", "127.0.0.1:0"});
