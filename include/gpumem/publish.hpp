@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,6 +70,8 @@ struct SpoolExpiry {
   std::int64_t now_unix_ms = 0;
   std::int64_t retention_ms = 300'000;   // a dead publisher's records stay this long
   std::filesystem::path proc = "/proc";  // where processes are looked up
+  // Whether a record's publisher still runs; when unset, process_running(proc, pid, pid_start).
+  std::function<bool(const PublishedTrace&)> running;
 };
 
 struct SpoolContents {

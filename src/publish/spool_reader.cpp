@@ -141,7 +141,9 @@ SpoolContents read_spool(const std::filesystem::path& spool, const SpoolLimits& 
       continue;
     }
     trace.file = *name;
-    if (expiry != nullptr && !process_running(expiry->proc, trace.pid, trace.pid_start) &&
+    if (expiry != nullptr &&
+        !(expiry->running ? expiry->running(trace)
+                          : process_running(expiry->proc, trace.pid, trace.pid_start)) &&
         expiry->now_unix_ms - trace.unix_ms > expiry->retention_ms) {
       if (::unlinkat(dir_fd, name->c_str(), 0) == 0) ++contents.expired;
       continue;

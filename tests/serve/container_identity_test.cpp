@@ -121,5 +121,29 @@ TEST_F(Tree, WithoutTheKubeletTheCgroupStillTells) {
   EXPECT_EQ(id.container_pid, "1");
 }
 
+// A program in a container published with its own pid (12) and namespace; the exporter, in the
+// host's namespace, finds it as host pid 5000 and checks its start time there.
+TEST_F(Tree, FindsPublishersInOtherPidNamespaces) {
+  const fs::path host = root_ / "proc" / "5000";
+  fs::create_directories(host / "ns");
+  fs::create_symlink("pid:[4026539999]", host / "ns" / "pid");
+  std::ofstream(host / "status") << "Name:\tpython3\nNSpid:\t5000\t12\n";
+  // "pid (comm) state" then fields 4…21, and the start time (field 22): 777.
+  std::ofstream(host / "stat") << "5000 (python3) S 1 5000 5000 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 "
+                                  "1 0 777 1000 100\n";
+  PublisherLiveness liveness(root_ / "proc");
+  PublishedTrace in_container{"step", 12, "", 1, {}, {}, 777, "pid:[4026539999]"};
+  EXPECT_TRUE(liveness.running(in_container));
+  PublishedTrace restarted = in_container;
+  restarted.pid_start = 778;  // the pid was reused
+  EXPECT_FALSE(liveness.running(restarted));
+  PublishedTrace elsewhere = in_container;
+  elsewhere.pid_namespace = "pid:[4026538888]";  // another container, gone
+  EXPECT_FALSE(liveness.running(elsewhere));
+  PublishedTrace old_writer = in_container;
+  old_writer.pid_namespace.clear();  // taken as the exporter's namespace: no pid 12 in this tree
+  EXPECT_FALSE(liveness.running(old_writer));
+}
+
 }  // namespace
 }  // namespace gpumem::serve

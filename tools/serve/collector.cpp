@@ -77,6 +77,8 @@ void Collector::collect_traces(Snapshot& snapshot) {
   expiry.retention_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(options_.retention).count();
   expiry.proc = options_.proc;
+  PublisherLiveness liveness(options_.proc);
+  expiry.running = [&liveness](const PublishedTrace& trace) { return liveness.running(trace); };
   for (const auto& spool : options_.spools) {
     SpoolContents contents = read_spool(spool, options_.spool_limits, &expiry);
     snapshot.exporter.spool_malformed += contents.malformed;

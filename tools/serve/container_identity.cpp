@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <fstream>
 #include <sstream>
 
@@ -132,6 +133,42 @@ ContainerIdentity ContainerDirectory::identify(unsigned pid) const {
 
 std::string ContainerDirectory::process_name(unsigned pid) const {
   return read_first_line(proc_ / std::to_string(pid) / "comm");
+}
+
+PublisherLiveness::PublisherLiveness(std::filesystem::path proc) : proc_(std::move(proc)) {
+  std::error_code error;
+  own_namespace_ = std::filesystem::read_symlink("/proc/self/ns/pid", error).string();
+}
+
+bool PublisherLiveness::running(const PublishedTrace& trace) {
+  if (trace.pid_namespace.empty() || trace.pid_namespace == own_namespace_) {
+    return process_running(proc_, trace.pid, trace.pid_start);
+  }
+  if (!scanned_) {
+    // Once per collection, and only when some record comes from another namespace.
+    scanned_ = true;
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(proc_, error)) {
+      const std::string name = entry.path().filename().string();
+      unsigned host_pid = 0;
+      const auto [end, failed] = std::from_chars(name.data(), name.data() + name.size(), host_pid);
+      if (failed != std::errc{} || end != name.data() + name.size()) continue;
+      std::error_code unreadable;
+      const std::string ns = std::filesystem::read_symlink(entry.path() / "ns" / "pid", unreadable);
+      if (unreadable || ns == own_namespace_) continue;
+      std::ifstream status(entry.path() / "status");
+      for (std::string line; std::getline(status, line);) {
+        if (!line.starts_with("NSpid:")) continue;
+        std::istringstream pids(line.substr(6));
+        unsigned last = 0;
+        for (unsigned next = 0; pids >> next;) last = next;
+        host_pids_[{ns, last}] = host_pid;
+        break;
+      }
+    }
+  }
+  const auto host = host_pids_.find({trace.pid_namespace, trace.pid});
+  return host != host_pids_.end() && process_running(proc_, host->second, trace.pid_start);
 }
 
 }  // namespace gpumem::serve

@@ -40,4 +40,19 @@ class ContainerDirectory {
   std::map<std::string, Names, std::less<>> by_container_id_;
 };
 
+// Whether the publisher of a spool record still runs, also when it published from another pid
+// namespace (a container) than the exporter's: its pid there and its namespace are found among
+// the host's processes (NSpid in /proc/PID/status, /proc/PID/ns/pid), then its start time checked.
+class PublisherLiveness {
+ public:
+  explicit PublisherLiveness(std::filesystem::path proc);
+  bool running(const PublishedTrace& trace);
+
+ private:
+  std::filesystem::path proc_;
+  std::string own_namespace_;
+  bool scanned_ = false;
+  std::map<std::pair<std::string, unsigned>, unsigned> host_pids_;  // (namespace, pid) -> pid
+};
+
 }  // namespace gpumem::serve
