@@ -17,13 +17,14 @@ ctest --test-dir build --output-on-failure -j "$JOBS"
 echo "== the Python package (isolated build, twine, a fresh virtual environment, mypy)"
 scripts/python_package.sh
 
+# The Prometheus, Python and reliability tests run in build/ only: the last measures latencies.
 sanitized() {  # build-dir, sanitizers, ctest filter
   local dir=$1 sanitize=$2 filter=$3
   echo "== tests under -fsanitize=$sanitize ($dir/)"
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUMEM_SANITIZE="$sanitize" \
     -DGPUMEM_BUILD_BENCH=OFF -DGPUMEM_BUILD_PYTHON=OFF >"$dir.log" 2>&1 &&
     cmake --build "$dir" -j "$JOBS" >>"$dir.log" 2>&1 || { tail -n 40 "$dir.log"; exit 1; }
-  ctest --test-dir "$dir" --output-on-failure -j "$JOBS" -R "$filter" -E "prometheus|python"
+  ctest --test-dir "$dir" --output-on-failure -j "$JOBS" -R "$filter" -E "prometheus|python|reliability"
 }
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1

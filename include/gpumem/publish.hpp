@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,10 +25,18 @@ std::filesystem::path default_spool_directory();
 
 // Longest scope name accepted, in bytes. Scopes are UTF-8 text without control characters.
 inline constexpr std::size_t max_scope_bytes = 256;
+// Distinct scopes one process may publish to one spool directory; more are refused, so that one
+// program cannot grow the spool without bound.
+inline constexpr std::size_t max_scopes_per_process = 64;
 
 // Publishes `bytes` as the latest result of `scope` for this process, replacing its previous
-// one. Creates the spool directory (mode 0700) when missing; refuses one that is a symlink,
-// another user's, or writable by others. false on failure, with the reason in
+// one. Two kinds of spool directory are accepted:
+//  - private (the default): this user's, not writable by others; created mode 0700 when
+//    missing; records are written 0600;
+//  - group-shared: a setgid directory of a group this process belongs to, writable by the
+//    group and not by others (e.g. `install -d -m 3770 -g gpumem DIR`); records are written
+//    0640, so that an exporter in the group can read every user's records.
+// A symlink, or any other directory, is refused. false on failure, with the reason in
 // gpumem::last_diagnostic() and in `error` when given.
 bool publish_trace(std::string_view scope, const TraceBytes& bytes, std::string* error = nullptr);
 bool publish_trace(const std::filesystem::path& spool, std::string_view scope,
@@ -40,25 +49,54 @@ struct PublishedTrace {
   std::string uuid;          // the device's UUID, empty where the publisher could not tell
   std::int64_t unix_ms = 0;  // when it was published
   TraceBytes bytes;
-  std::filesystem::path file;
+  std::string file;  // its name in the spool directory
+  // The publisher's start time (clock ticks since boot, /proc/PID/stat), so that a reused pid is
+  // not taken for the publisher; 0 where unknown (records of older writers).
+  std::uint64_t pid_start = 0;
+  std::string pid_namespace;  // "pid:[inode]" of the publisher, empty where unknown
 };
 
 struct SpoolLimits {
-  std::size_t max_files = 1024;       // files read per call; the rest are counted as skipped
+  // Records read per call, shared fairly: each publisher (pid) in turn gets one more until the
+  // limit or the records run out, so that a program with thousands of scopes cannot hide the
+  // others'. The rest are counted as dropped.
+  std::size_t max_files = 1024;
   std::size_t max_file_bytes = 4096;  // larger files are malformed by definition
+  std::size_t max_entries = 65536;    // directory entries looked at per call
+};
+
+// What the exporter does with records whose publisher is gone.
+struct SpoolExpiry {
+  std::int64_t now_unix_ms = 0;
+  std::int64_t retention_ms = 300'000;   // a dead publisher's records stay this long
+  std::filesystem::path proc = "/proc";  // where processes are looked up
+  // Whether a record's publisher still runs; when unset, process_running(proc, pid, pid_start).
+  std::function<bool(const PublishedTrace&)> running;
 };
 
 struct SpoolContents {
   std::vector<PublishedTrace> traces;  // sorted by scope, then pid
-  std::size_t malformed = 0;           // unreadable, oversized or torn files (left alone)
-  std::size_t skipped = 0;             // beyond max_files
+  std::size_t malformed = 0;           // oversized, torn or foreign files (left alone)
+  std::size_t unreadable = 0;          // files that could not be opened (permissions)
+  std::size_t dropped = 0;             // beyond max_files or max_entries
+  std::size_t expired = 0;             // records (and temporaries) of dead publishers removed
 };
 
-// Reads every well-formed result in `spool`. Never follows symlinks, ignores temporary files;
-// a missing directory is an empty spool.
-SpoolContents read_spool(const std::filesystem::path& spool, const SpoolLimits& limits = {});
+// Reads the well-formed records in `spool`, fairly bounded. Never follows symlinks, ignores
+// temporary files; a missing directory is an empty spool. With `expiry`, also removes the
+// records of publishers that are no longer running (by pid and start time) once older than the
+// retention, and temporaries their writers left; every file operation is relative to the opened
+// directory.
+SpoolContents read_spool(const std::filesystem::path& spool, const SpoolLimits& limits = {},
+                         const SpoolExpiry* expiry = nullptr);
 
-// Text of one spool file, and its parser (nullopt-like: false for anything malformed).
+// Whether process `pid` is running and started at `start` (clock ticks since boot) as seen in
+// `proc`; a `start` of 0 never matches.
+bool process_running(const std::filesystem::path& proc, unsigned pid, std::uint64_t start);
+// The start time of `pid` in `proc`, 0 when it cannot be read.
+std::uint64_t process_start_time(const std::filesystem::path& proc, unsigned pid);
+
+// Text of one spool file, and its parser (false for anything malformed).
 std::string format_spool_record(const PublishedTrace& trace);
 bool parse_spool_record(std::string_view text, PublishedTrace& out);
 

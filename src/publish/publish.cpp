@@ -4,12 +4,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "gpumem/diagnostics.hpp"
 #include "gpumem/publish.hpp"
@@ -30,29 +35,70 @@ std::string errno_text(int error) {
   return std::strerror(error);
 }
 
-// Opens the spool directory, creating it private when missing. Another user's directory, or one
-// anybody may write, is refused: a publisher must not write where others can swap its files.
-int open_spool(const std::filesystem::path& spool, std::string* error) {
+bool in_group(gid_t group) {
+  if (::getegid() == group) return true;
+  const int count = ::getgroups(0, nullptr);
+  if (count <= 0) return false;
+  std::vector<gid_t> groups(static_cast<std::size_t>(count));
+  const int got = ::getgroups(count, groups.data());
+  return got > 0 && std::find(groups.begin(), groups.begin() + got, group) != groups.begin() + got;
+}
+
+struct OpenSpool {
+  int fd = -1;
+  bool shared = false;  // group-shared: records are written 0640
+};
+
+// Opens the spool directory, creating it private when missing. It must be this user's and not
+// writable by others, or a group-shared one (setgid, group-writable, a group of this process,
+// not writable by others): a publisher must not write where others can swap its files.
+OpenSpool open_spool(const std::filesystem::path& spool, std::string* error) {
   std::error_code ignored;
   if (spool.has_parent_path()) std::filesystem::create_directories(spool.parent_path(), ignored);
   if (::mkdir(spool.c_str(), 0700) != 0 && errno != EEXIST) {
     fail("cannot create the spool directory " + spool.string() + ": " + errno_text(errno), error);
-    return -1;
+    return {};
   }
   int fd = ::open(spool.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     fail("cannot open the spool directory " + spool.string() + ": " + errno_text(errno), error);
-    return -1;
+    return {};
   }
   struct stat info {};
-  if (::fstat(fd, &info) != 0 || info.st_uid != ::geteuid() || (info.st_mode & S_IWOTH) != 0) {
+  const bool read = ::fstat(fd, &info) == 0;
+  const bool others_write = (info.st_mode & S_IWOTH) != 0;
+  const bool own = read && !others_write && info.st_uid == ::geteuid();
+  const bool shared = read && !others_write && !own && (info.st_mode & S_ISGID) != 0 &&
+                      (info.st_mode & S_IWGRP) != 0 && in_group(info.st_gid);
+  if (!own && !shared) {
     ::close(fd);
     fail("refusing the spool directory " + spool.string() +
-             ": it must be a directory of this user that others cannot write",
+             ": it must be a directory of this user that others cannot write, or a setgid "
+             "directory of one of this user's groups that others cannot write",
          error);
-    return -1;
+    return {};
   }
-  return fd;
+  return {fd, shared || (info.st_mode & S_ISGID) != 0};
+}
+
+// The per-process cap: the record names this process has written, per spool directory.
+bool within_scope_cap(const std::filesystem::path& spool, const std::string& name) {
+  static std::mutex mutex;
+  static std::map<std::string, std::set<std::string>> written;
+  std::lock_guard lock(mutex);
+  // Keyed by pid too: a forked child starts with none of its own.
+  std::set<std::string>& names =
+      written[std::to_string(::getpid()) + ":" + spool.lexically_normal().string()];
+  if (names.count(name)) return true;
+  if (names.size() >= max_scopes_per_process) return false;
+  names.insert(name);
+  return true;
+}
+
+std::string own_pid_namespace() {
+  std::error_code failed;
+  auto target = std::filesystem::read_symlink("/proc/self/ns/pid", failed);
+  return failed ? std::string() : target.string();
 }
 
 bool write_all(int fd, std::string_view text) {
@@ -102,14 +148,38 @@ bool publish_trace(const std::filesystem::path& spool, std::string_view scope,
                       std::chrono::system_clock::now().time_since_epoch())
                       .count();
   trace.bytes = bytes;
+  {
+    // Read once per process (a forked child reads its own).
+    static std::mutex mutex;
+    static unsigned read_for = 0;
+    static std::uint64_t start = 0;
+    static std::string pid_namespace;
+    std::lock_guard lock(mutex);
+    if (read_for != trace.pid) {
+      start = process_start_time("/proc", trace.pid);
+      pid_namespace = own_pid_namespace();
+      read_for = trace.pid;
+    }
+    trace.pid_start = start;
+    trace.pid_namespace = pid_namespace;
+  }
 
-  int dir = open_spool(spool, error);
-  if (dir < 0) return false;
-  static std::atomic<unsigned> sequence{0};
   const std::string name = detail::spool_file_name(trace.pid, scope);
+  if (!within_scope_cap(spool, name)) {
+    return fail("cannot publish '" + std::string(scope) + "' to " + spool.string() +
+                    ": this process already published " + std::to_string(max_scopes_per_process) +
+                    " scopes there (the limit); reuse scope names",
+                error);
+  }
+  const OpenSpool opened = open_spool(spool, error);
+  if (opened.fd < 0) return false;
+  const int dir = opened.fd;
+  static std::atomic<unsigned> sequence{0};
   const std::string temporary = detail::spool_temporary_name(trace.pid, sequence++);
+  const mode_t mode = opened.shared ? 0640 : 0600;
   int fd =
-      ::openat(dir, temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+      ::openat(dir, temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd >= 0) ::fchmod(fd, mode);  // whatever the umask
   if (fd < 0) {
     int saved = errno;
     ::close(dir);

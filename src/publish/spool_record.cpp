@@ -60,6 +60,8 @@ std::string format_spool_record(const PublishedTrace& trace) {
   line("peak", b.peak);
   line("delta_used", b.delta_used);
   line("delta_peaked", b.delta_peaked);
+  if (trace.pid_start != 0) line("pid_start", trace.pid_start);
+  if (!trace.pid_namespace.empty()) line("pid_ns", trace.pid_namespace);
   text += '\n';
   text += kEnd;
   text += '\n';
@@ -129,13 +131,20 @@ bool parse_spool_record(std::string_view text, PublishedTrace& out) {
     } else if (key == "delta_peaked") {
       ok = parse_int(value, b.delta_peaked);
       bit = 1u << 10;
+    } else if (key == "pid_start") {  // optional, as the next one
+      ok = parse_int(value, trace.pid_start);
+      bit = 1u << 11;
+    } else if (key == "pid_ns") {
+      ok = value.size() <= 64;
+      trace.pid_namespace = value;
+      bit = 1u << 12;
     } else {
       ok = true;  // a newer writer's extra key: ignored, so the format can grow
     }
     if (!ok || (seen & bit) != 0) return false;
     seen |= bit;
   }
-  if (!ended || seen != (1u << 11) - 1) return false;
+  if (!ended || (seen & ((1u << 11) - 1)) != (1u << 11) - 1) return false;
   out = std::move(trace);
   return true;
 }

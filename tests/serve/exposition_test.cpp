@@ -2,7 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
 #include "exposition.hpp"
+#include "utf8.hpp"
 
 namespace gpumem::serve {
 namespace {
@@ -38,12 +44,13 @@ Snapshot two_devices() {
   s.traces = {trace};
   s.exporter.interval_seconds = 0.01;
   s.exporter.window_seconds = 30;
-  s.exporter.scrapes = 5;
   return s;
 }
 
 TEST(Exposition, ParsesBackToTheSnapshotsNumbers) {
-  auto e = parse_exposition(render_exposition(two_devices()));
+  ServingSample serving;
+  serving.scrapes = 5;
+  auto e = parse_exposition(render_exposition(two_devices(), serving));
   const std::map<std::string, std::string> h200 = {
       {"gpu", "0"},
       {"uuid", "GPU-bbbbbbbb-2222-4000-8000-000000000001"},
@@ -93,6 +100,69 @@ TEST(Exposition, EmptySnapshotIsStillValid) {
 
 TEST(Exposition, EscapesLabelValues) {
   EXPECT_EQ(escape_label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+}
+
+TEST(Utf8, KeepsValidTextAndReplacesEveryInvalidByte) {
+  const std::string kFffd = "\xEF\xBF\xBD";
+  EXPECT_EQ(valid_utf8("python3 \xE2\x82\xAC \xF0\x9D\x84\x9E"),
+            "python3 \xE2\x82\xAC \xF0\x9D\x84\x9E");
+  EXPECT_EQ(valid_utf8("train\xE2\x82"), "train" + kFffd + kFffd);  // cut mid-character
+  EXPECT_EQ(valid_utf8("\xFF\xFE"), kFffd + kFffd);
+  EXPECT_EQ(valid_utf8("\xC0\xAF"), kFffd + kFffd);                          // overlong '/'
+  EXPECT_EQ(valid_utf8("\xED\xA0\x80"), kFffd + kFffd + kFffd);              // a surrogate
+  EXPECT_EQ(valid_utf8("\xF4\x90\x80\x80"), kFffd + kFffd + kFffd + kFffd);  // > U+10FFFF
+  EXPECT_EQ(valid_utf8("\x80"
+                       "a"),
+            kFffd + "a");  // a stray continuation
+  EXPECT_EQ(valid_utf8(std::string("a\0b", 3)), std::string("a\0b", 3));
+}
+
+TEST(Exposition, LabelValuesAreValidUtf8) {
+  Snapshot s = two_devices();
+  s.processes[0].process = "pyth\xE2\x82";  // a command name the kernel cut mid-character
+  auto e = parse_exposition(render_exposition(s));
+  EXPECT_EQ(e.find("gpumem_process_memory_used_bytes").at(0).labels.at("process"),
+            "pyth\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+// Every byte in every name an outsider controls: Prometheus' own checker accepts the result.
+TEST(Exposition, PromtoolAcceptsAnyBytesInNames) {
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "promtool (Debian's prometheus package) is not installed";
+  }
+  Snapshot s = two_devices();
+  std::mt19937 random(12);
+  auto hostile = [&](std::size_t length) {
+    std::string text;
+    for (std::size_t i = 0; i < length; ++i) text += static_cast<char>(random() % 256);
+    return text;
+  };
+  std::string every_byte;
+  for (int c = 1; c < 256; ++c) every_byte += static_cast<char>(c);
+  s.devices[0].name = every_byte;
+  s.devices[1].uuid = hostile(40);
+  s.host = "node\xC3";
+  for (int i = 0; i < 32; ++i) {
+    s.processes.push_back({0, hostile(8), static_cast<unsigned>(100 + i), hostile(15), 1});
+    s.processes.back().container.pod = hostile(10);
+    PublishedTrace trace = s.traces[0];
+    trace.scope = hostile(64);
+    trace.uuid = hostile(20);
+    trace.pid = static_cast<unsigned>(100 + i);
+    s.traces.push_back(trace);
+  }
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("gpumem-promtool-" + std::to_string(::getpid()) + ".prom");
+  std::ofstream(file, std::ios::binary) << render_exposition(s);
+  const std::string command = "promtool check metrics < " + file.string() + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char chunk[512];
+  while (std::size_t got = std::fread(chunk, 1, sizeof chunk, pipe)) output.append(chunk, got);
+  const int status = ::pclose(pipe);
+  std::filesystem::remove(file);
+  EXPECT_EQ(status, 0) << output;
 }
 
 }  // namespace

@@ -17,8 +17,17 @@ namespace gpumem::testing {
 
 class RawClient {
  public:
-  explicit RawClient(int port) {
+  // From `source` (another loopback address, e.g. 127.0.0.2, is another client).
+  explicit RawClient(int port, const char* source = nullptr) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (source != nullptr) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      ::inet_pton(AF_INET, source, &local.sin_addr);
+      if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+        throw std::runtime_error(std::string("cannot bind to ") + source);
+      }
+    }
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_port = htons(static_cast<std::uint16_t>(port));
@@ -28,6 +37,11 @@ class RawClient {
     }
   }
   ~RawClient() { ::close(fd_); }
+  // A small receive buffer, so that a large response stays unsent while nobody reads it.
+  void shrink_receive_buffer() {
+    int size = 4096;
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+  }
   RawClient(const RawClient&) = delete;
   RawClient& operator=(const RawClient&) = delete;
 

@@ -25,6 +25,8 @@ class RunningServer {
         ListenAddress{"127.0.0.1", "0"}, limits,
         [](std::string_view path) -> HttpResponse {
           if (path == "/metrics") return {200, "text/plain", "up 1\n"};
+          // Big enough to keep a connection writing while its client does not read.
+          if (path == "/big") return {200, "text/plain", std::string(64 << 20, 'x')};
           return {404, "text/plain", "Not Found\n"};
         },
         error);
@@ -152,29 +154,92 @@ TEST(HttpServer, ClosesAConnectionThatSendsNothing) {
   EXPECT_EQ(idle.read_to_close(), "");
 }
 
-TEST(HttpServer, RefusesConnectionsBeyondTheLimit) {
+// A connection busy writing a response its client does not read.
+std::unique_ptr<RawClient> stuck_writer(int port, const char* source = nullptr) {
+  auto client = std::make_unique<RawClient>(port, source);
+  client->shrink_receive_buffer();
+  client->send("GET /big HTTP/1.1\r\n\r\n");
+  return client;
+}
+
+// Until the server has taken `count` requests in all.
+void wait_for_requests(const RunningServer& server, std::uint64_t count) {
+  for (int i = 0; i < 500 && server.stats().requests.load() < count; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
+std::string until_status(int port, std::string_view status, const char* source = nullptr) {
+  std::string response;
+  for (int attempt = 0; attempt < 100 && !response.starts_with(status); ++attempt) {
+    RawClient client(port, source);
+    client.send("GET /metrics HTTP/1.0\r\n\r\n");
+    response = client.read_to_close();
+    if (!response.starts_with(status)) std::this_thread::sleep_for(10ms);
+  }
+  return response;
+}
+
+TEST(HttpServer, RefusesWithA503WhenEveryConnectionIsBusy) {
   HttpLimits limits;
   limits.max_connections = 2;
   RunningServer server(limits);
-  RawClient first(server.port());
-  RawClient second(server.port());
-  first.send("GET /me");
-  second.send("GET /me");
-  // Both are registered once the server has read from them; a third is turned away.
-  std::string third;
-  for (int attempt = 0; attempt < 100 && !third.starts_with("HTTP/1.1 503"); ++attempt) {
-    third = request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n");
-  }
+  auto first = stuck_writer(server.port());
+  auto second = stuck_writer(server.port());
+  wait_for_requests(server, 2);
+  // Both are writing once the server has read their requests; a third is turned away, and can
+  // read why.
+  std::string third = until_status(server.port(), "HTTP/1.1 503");
   EXPECT_EQ(status_line(third), "HTTP/1.1 503 Service Unavailable");
+  EXPECT_EQ(body_of(third), "Service Unavailable\n");
   EXPECT_GE(server.stats().rejected_connections.load(), 1u);
-  // A slot frees up when one of them finishes.
-  first.send("trics HTTP/1.0\r\n\r\n");
-  EXPECT_EQ(body_of(first.read_to_close()), "up 1\n");
-  std::string later;
-  for (int attempt = 0; attempt < 100 && !later.starts_with("HTTP/1.1 200"); ++attempt) {
-    later = request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n");
-  }
-  EXPECT_EQ(status_line(later), "HTTP/1.1 200 OK");
+  // A slot frees up when one of them goes.
+  first.reset();
+  EXPECT_EQ(status_line(until_status(server.port(), "HTTP/1.1 200")), "HTTP/1.1 200 OK");
+}
+
+TEST(HttpServer, IdleConnectionsMakeRoomFirst) {
+  HttpLimits limits;
+  limits.max_connections = 2;
+  RunningServer server(limits);
+  RawClient idle(server.port());
+  idle.send("GET /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(body_of(idle.read_response()), "up 1\n");  // kept alive, now idle
+  auto busy = stuck_writer(server.port());
+  wait_for_requests(server, 2);
+  // At the cap: the idle one is closed to make room, the busy one is left alone.
+  EXPECT_EQ(body_of(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")), "up 1\n");
+  EXPECT_EQ(idle.read_to_close(), "");
+  EXPECT_EQ(server.stats().evicted_connections.load(), 1u);
+  EXPECT_EQ(server.stats().rejected_connections.load(), 0u);
+}
+
+TEST(HttpServer, UnfinishedRequestsMakeRoomWhenNoneIsIdle) {
+  HttpLimits limits;
+  limits.max_connections = 2;
+  RunningServer server(limits);
+  RawClient slow(server.port());
+  slow.send("GET /metrics HTTP/1.1\r\nX-Slow: 1\r\n");  // a slowloris
+  auto busy = stuck_writer(server.port());
+  wait_for_requests(server, 1);
+  EXPECT_EQ(body_of(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")), "up 1\n");
+  EXPECT_EQ(slow.read_to_close(), "");
+  EXPECT_EQ(server.stats().evicted_connections.load(), 1u);
+}
+
+TEST(HttpServer, CapsTheConnectionsOfOneClient) {
+  HttpLimits limits;
+  limits.max_connections = 8;
+  limits.max_connections_per_client = 2;
+  RunningServer server(limits);
+  auto first = stuck_writer(server.port(), "127.0.0.2");
+  auto second = stuck_writer(server.port(), "127.0.0.2");
+  wait_for_requests(server, 2);
+  EXPECT_EQ(status_line(until_status(server.port(), "HTTP/1.1 503", "127.0.0.2")),
+            "HTTP/1.1 503 Service Unavailable");
+  // Another client is not held up by that one.
+  EXPECT_EQ(status_line(until_status(server.port(), "HTTP/1.1 200", "127.0.0.1")),
+            "HTTP/1.1 200 OK");
 }
 
 }  // namespace

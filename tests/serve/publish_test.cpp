@@ -1,10 +1,13 @@
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "gpumem/diagnostics.hpp"
 #include "gpumem/publish.hpp"
@@ -121,7 +124,7 @@ TEST_F(Publish, BoundsTheFilesReadPerCall) {
   }
   SpoolContents contents = read_spool(spool_, SpoolLimits{3, 4096});
   EXPECT_EQ(contents.traces.size(), 3u);
-  EXPECT_EQ(contents.skipped, 2u);
+  EXPECT_EQ(contents.dropped, 2u);
 }
 
 TEST_F(Publish, RejectsBadScopesWithAReason) {
@@ -164,6 +167,136 @@ TEST_F(Publish, DefaultDirectoryFollowsTheEnvironment) {
   EXPECT_EQ(default_spool_directory(), fs::path("/run/user/1000/gpumem"));
   ::unsetenv("XDG_RUNTIME_DIR");
   EXPECT_EQ(default_spool_directory(), fs::path("/tmp/gpumem-" + std::to_string(::getuid())));
+}
+
+TEST_F(Publish, SharesTheFileLimitFairlyAmongPublishers) {
+  // One program with 300 scopes, two with one each, read with room for 100.
+  PublishedTrace trace{"s", 0, "", 1, sample_bytes(), {}};
+  for (unsigned pid : {1000u, 2000u, 3000u}) {
+    const int scopes = pid == 1000 ? 300 : 1;
+    for (int i = 0; i < scopes; ++i) {
+      trace.pid = pid;
+      trace.scope = "scope " + std::to_string(i);
+      write_file(std::to_string(pid) + "-" + std::to_string(i) + ".trace",
+                 format_spool_record(trace));
+    }
+  }
+  SpoolContents contents = read_spool(spool_, SpoolLimits{100, 4096});
+  ASSERT_EQ(contents.traces.size(), 100u);
+  EXPECT_EQ(contents.dropped, 202u);
+  std::map<unsigned, int> per_pid;
+  for (const auto& t : contents.traces) ++per_pid[t.pid];
+  EXPECT_EQ(per_pid[2000], 1);
+  EXPECT_EQ(per_pid[3000], 1);
+  EXPECT_EQ(per_pid[1000], 98);
+}
+
+TEST_F(Publish, CapsTheScopesOfOneProcess) {
+  for (std::size_t i = 0; i < max_scopes_per_process; ++i) {
+    ASSERT_TRUE(publish_trace(spool_, "scope " + std::to_string(i), sample_bytes()));
+  }
+  std::string error;
+  EXPECT_FALSE(publish_trace(spool_, "one too many", sample_bytes(), &error));
+  EXPECT_NE(error.find("limit"), std::string::npos) << error;
+  EXPECT_TRUE(publish_trace(spool_, "scope 0", sample_bytes()));  // replacing is fine
+  EXPECT_EQ(read_spool(spool_).traces.size(), max_scopes_per_process);
+}
+
+TEST_F(Publish, RecordsThePublishersStartTime) {
+  ASSERT_TRUE(publish_trace(spool_, "a", sample_bytes()));
+  const PublishedTrace t = read_spool(spool_).traces.at(0);
+  EXPECT_EQ(t.pid_start, process_start_time("/proc", static_cast<unsigned>(::getpid())));
+  EXPECT_GT(t.pid_start, 0u);
+  EXPECT_TRUE(process_running("/proc", t.pid, t.pid_start));
+  EXPECT_FALSE(process_running("/proc", t.pid, t.pid_start + 1));  // a reused pid
+  EXPECT_FALSE(process_running("/proc", 1, 12345));
+  EXPECT_FALSE(process_running("/proc", t.pid, 0));
+}
+
+TEST_F(Publish, ExpiresDeadPublishersByPidAndStartTime) {
+  ASSERT_TRUE(publish_trace(spool_, "alive", sample_bytes()));
+  // Pid 1 runs forever, but did not publish this: its start time does not match.
+  PublishedTrace impostor{"pid one", 1, "", 1'000, sample_bytes(), {}, 12345};
+  write_file("1-impostor.trace", format_spool_record(impostor));
+  PublishedTrace old_writer{"no start time", 1, "", 1'000, sample_bytes(), {}};
+  write_file("1-old.trace", format_spool_record(old_writer));
+  write_file(".999999999-0.tmp", "torn");  // its writer is gone
+  SpoolExpiry expiry;
+  expiry.now_unix_ms = 1'000'000'000'000'000;
+  expiry.retention_ms = 1'000;
+  SpoolContents contents = read_spool(spool_, {}, &expiry);
+  ASSERT_EQ(contents.traces.size(), 1u);
+  EXPECT_EQ(contents.traces[0].scope, "alive");  // its publisher (this test) still runs
+  EXPECT_EQ(contents.expired, 3u);
+  EXPECT_FALSE(fs::exists(spool_ / "1-impostor.trace"));
+  EXPECT_FALSE(fs::exists(spool_ / "1-old.trace"));
+  EXPECT_FALSE(fs::exists(spool_ / ".999999999-0.tmp"));
+}
+
+// Runs `body` in a child process as `uid` with `group` as its only supplementary group; the
+// child's exit status (0: all went well).
+template <class Body>
+int as_user(uid_t uid, gid_t group, Body body) {
+  pid_t child = ::fork();
+  if (child == 0) {
+    if (::setgroups(1, &group) != 0 || ::setgid(group) != 0 || ::setuid(uid) != 0) ::_exit(100);
+    ::_exit(body());
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 200;
+}
+
+TEST_F(Publish, AGroupSharedSpoolServesTwoUsers) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to act as two users";
+  constexpr gid_t kGroup = 4242;
+  constexpr uid_t kAlice = 4243, kBob = 4244, kExporter = 4245, kStranger = 4246;
+  // What docs/serving.md asks of an administrator: install -d -m 3770 -g gpumem DIR.
+  fs::create_directories(spool_);
+  ASSERT_EQ(::chown(spool_.c_str(), kExporter, kGroup), 0);
+  ASSERT_EQ(::chmod(spool_.c_str(), 03770), 0);
+  for (auto [user, scope] : {std::pair{kAlice, "alice step"}, std::pair{kBob, "bob step"}}) {
+    const std::string name = scope;
+    EXPECT_EQ(as_user(user, kGroup,
+                      [&] {
+                        TraceBytes bytes = sample_bytes();
+                        bytes.device = -1;
+                        std::string error;
+                        return publish_trace(spool_, name, bytes, &error) ? 0 : 1;
+                      }),
+              0)
+        << scope;
+  }
+  for (const auto& entry : fs::directory_iterator(spool_)) {
+    struct stat info {};
+    ASSERT_EQ(::stat(entry.path().c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 0777, 0640u) << entry.path();
+    EXPECT_EQ(info.st_gid, kGroup) << entry.path();  // from the setgid directory
+  }
+  // The exporter's user, in the group, reads both users' records.
+  EXPECT_EQ(as_user(kExporter, kGroup,
+                    [&] {
+                      SpoolContents contents = read_spool(spool_);
+                      return contents.traces.size() == 2 && contents.unreadable == 0 ? 0 : 1;
+                    }),
+            0);
+  // Someone outside the group can neither publish nor read there.
+  EXPECT_EQ(as_user(kStranger, kStranger + 1,
+                    [&] {
+                      TraceBytes bytes = sample_bytes();
+                      bytes.device = -1;
+                      return publish_trace(spool_, "intruder", bytes) ? 1 : 0;
+                    }),
+            0);
+  // A record the exporter may not read is unreadable, not malformed.
+  write_file("1-private.trace", "x");
+  ASSERT_EQ(::chmod((spool_ / "1-private.trace").c_str(), 0600), 0);
+  EXPECT_EQ(as_user(kExporter, kGroup,
+                    [&] {
+                      SpoolContents contents = read_spool(spool_);
+                      return contents.unreadable == 1 && contents.malformed == 0 ? 0 : 1;
+                    }),
+            0);
 }
 
 TEST_F(Publish, AMissingSpoolIsEmpty) {

@@ -1,13 +1,6 @@
 #include "collector.hpp"
 
-#include <signal.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <fstream>
-
 #include "gpumem/device.hpp"
-#include "publish/spool_files.hpp"
 
 namespace gpumem::serve {
 namespace {
@@ -20,26 +13,8 @@ std::int64_t now_unix_ms() {
 
 }  // namespace
 
-std::string process_name(unsigned pid) {
-  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-  std::string name;
-  std::getline(comm, name);
-  return name;
-}
-
-bool process_alive(unsigned pid) {
-  return pid != 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
-}
-
-void remove_abandoned_temporaries(const std::filesystem::path& spool) {
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(spool, error)) {
-    const auto writer = detail::spool_temporary_writer(entry.path().filename().string());
-    if (writer && !process_alive(*writer)) std::filesystem::remove(entry.path(), error);
-  }
-}
-
-Collector::Collector(CollectorOptions options) : options_(std::move(options)) {
+Collector::Collector(CollectorOptions options)
+    : options_(std::move(options)), containers_(options_.proc, options_.containers) {
   const int count = gpumem::device_count();
   std::vector<int> ordinals;
   for (int ordinal = 0; ordinal < count; ++ordinal) {
@@ -58,6 +33,7 @@ Collector::Collector(CollectorOptions options) : options_(std::move(options)) {
 Snapshot Collector::collect() {
   Snapshot snapshot;
   snapshot.host = options_.host;
+  containers_.refresh();
   for (std::size_t i = 0; i < devices_.size(); ++i) {
     Identity& identity = devices_[i];
     if (identity.uuid.empty()) {
@@ -82,8 +58,9 @@ Snapshot Collector::collect() {
       }
       for (const ProcessMemory& process : device_processes(identity.ordinal)) {
         if (!process.used_bytes) continue;
-        snapshot.processes.push_back(ProcessSample{identity.ordinal, identity.uuid, process.pid,
-                                                   process_name(process.pid), *process.used_bytes});
+        snapshot.processes.push_back(ProcessSample{
+            identity.ordinal, identity.uuid, process.pid, containers_.process_name(process.pid),
+            *process.used_bytes, containers_.identify(process.pid)});
       }
     }
     snapshot.devices.push_back(std::move(device));
@@ -91,29 +68,23 @@ Snapshot Collector::collect() {
   collect_traces(snapshot);
   snapshot.exporter.interval_seconds = std::chrono::duration<double>(options_.interval).count();
   snapshot.exporter.window_seconds = std::chrono::duration<double>(options_.window).count();
-  snapshot.exporter.scrapes = ++scrapes_;
   return snapshot;
 }
 
 void Collector::collect_traces(Snapshot& snapshot) {
-  const std::int64_t now = now_unix_ms();
-  const std::int64_t retention_ms =
+  SpoolExpiry expiry;
+  expiry.now_unix_ms = now_unix_ms();
+  expiry.retention_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(options_.retention).count();
-  // Cleaning up after dead publishers is housekeeping: every 64th scrape is plenty.
-  const bool sweep = scrapes_ % 64 == 0;
+  expiry.proc = options_.proc;
+  PublisherLiveness liveness(options_.proc);
+  expiry.running = [&liveness](const PublishedTrace& trace) { return liveness.running(trace); };
   for (const auto& spool : options_.spools) {
-    SpoolContents contents = read_spool(spool, options_.spool_limits);
+    SpoolContents contents = read_spool(spool, options_.spool_limits, &expiry);
     snapshot.exporter.spool_malformed += contents.malformed;
-    snapshot.exporter.spool_skipped += contents.skipped;
-    for (PublishedTrace& trace : contents.traces) {
-      if (!process_alive(trace.pid) && now - trace.unix_ms > retention_ms) {
-        std::error_code ignored;
-        std::filesystem::remove(trace.file, ignored);
-        continue;
-      }
-      snapshot.traces.push_back(std::move(trace));
-    }
-    if (sweep) remove_abandoned_temporaries(spool);
+    snapshot.exporter.spool_unreadable += contents.unreadable;
+    snapshot.exporter.spool_dropped += contents.dropped;
+    for (PublishedTrace& trace : contents.traces) snapshot.traces.push_back(std::move(trace));
   }
 }
 

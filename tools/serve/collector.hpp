@@ -1,4 +1,5 @@
-// Builds a Snapshot from the devices, the window peaks and the spool directories, at scrape time.
+// Builds a Snapshot from the devices, the window peaks, the processes' containers and the spool
+// directories. Runs on the collection loop's thread.
 #pragma once
 
 #include <chrono>
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "container_identity.hpp"
 #include "exposition.hpp"
 #include "window_peak.hpp"
 
@@ -19,6 +21,8 @@ struct CollectorOptions {
   std::chrono::nanoseconds interval{std::chrono::milliseconds(10)};
   std::chrono::nanoseconds window{std::chrono::seconds(30)};
   SpoolLimits spool_limits;
+  std::filesystem::path proc = "/proc";
+  std::filesystem::path containers;  // the kubelet's /var/log/containers, empty for none
 };
 
 class Collector {
@@ -27,7 +31,6 @@ class Collector {
   explicit Collector(CollectorOptions options);
 
   std::size_t device_count() const noexcept { return devices_.size(); }
-  // Everything but the exporter's request counters, which the caller fills in.
   Snapshot collect();
 
  private:
@@ -41,14 +44,7 @@ class Collector {
   CollectorOptions options_;
   std::vector<Identity> devices_;
   std::unique_ptr<WindowPeak> peaks_;
-  std::uint64_t scrapes_ = 0;
+  ContainerDirectory containers_;
 };
-
-// The command name of a process (/proc/PID/comm), empty when it cannot be read.
-std::string process_name(unsigned pid);
-// Whether the process exists (in this pid namespace).
-bool process_alive(unsigned pid);
-// Removes temporary files that publishers died leaving behind.
-void remove_abandoned_temporaries(const std::filesystem::path& spool);
 
 }  // namespace gpumem::serve

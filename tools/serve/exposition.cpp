@@ -1,11 +1,14 @@
 #include "exposition.hpp"
 
+#include <cmath>
 #include <cstdio>
-#include <functional>
 #include <initializer_list>
 #include <string_view>
 #include <tuple>
 #include <utility>
+
+#include "metrics.hpp"
+#include "utf8.hpp"
 
 namespace gpumem::serve {
 namespace {
@@ -17,37 +20,40 @@ class Writer {
   explicit Writer(std::string& out) : out_(out) {}
 
   // Every sample of a family must follow its HELP and TYPE lines without interruption.
-  void family(std::string_view name, std::string_view type, std::string_view help) {
-    name_ = name;
+  void family(const metrics::Family& family) {
+    name_ = family.name;
     out_ += "# HELP ";
-    out_ += name;
+    out_ += family.name;
     out_ += ' ';
-    out_ += help;
+    out_ += family.help;
     out_ += "\n# TYPE ";
-    out_ += name;
+    out_ += family.name;
     out_ += ' ';
-    out_ += type;
+    out_ += family.type;
     out_ += '\n';
   }
 
-  void sample(std::initializer_list<Label> labels, std::string_view value) {
+  // Labels with an empty value are left out (Prometheus treats both alike).
+  template <class Labels>
+  void sample(const Labels& labels, std::string_view value) {
     out_ += name_;
-    if (labels.size() > 0) {
-      out_ += '{';
-      bool first = true;
-      for (const auto& [key, label_value] : labels) {
-        if (!first) out_ += ',';
-        first = false;
-        out_ += key;
-        out_ += "=\"";
-        out_ += escape_label_value(label_value);
-        out_ += '"';
-      }
-      out_ += '}';
+    bool first = true;
+    for (const auto& [key, label_value] : labels) {
+      if (label_value.empty()) continue;
+      out_ += first ? '{' : ',';
+      first = false;
+      out_ += key;
+      out_ += "=\"";
+      out_ += escape_label_value(label_value);
+      out_ += '"';
     }
+    if (!first) out_ += '}';
     out_ += ' ';
     out_ += value;
     out_ += '\n';
+  }
+  void sample(std::initializer_list<Label> labels, std::string_view value) {
+    sample<std::initializer_list<Label>>(labels, value);
   }
 
  private:
@@ -62,6 +68,8 @@ std::string number(std::uint64_t value) {
   return std::to_string(value);
 }
 std::string number(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
   char text[32];
   std::snprintf(text, sizeof text, "%.9g", value);
   return text;
@@ -79,9 +87,10 @@ std::string seconds_from_ms(std::int64_t ms) {
 }  // namespace
 
 std::string escape_label_value(std::string_view value) {
+  const std::string text = valid_utf8(value);
   std::string escaped;
-  escaped.reserve(value.size());
-  for (char c : value) {
+  escaped.reserve(text.size());
+  for (char c : text) {
     switch (c) {
       case '\\':
         escaped += "\\\\";
@@ -99,13 +108,13 @@ std::string escape_label_value(std::string_view value) {
   return escaped;
 }
 
-std::string render_exposition(const Snapshot& s) {
+std::string render_exposition(const Snapshot& s, const ServingSample& serving) {
   std::string out;
-  out.reserve(512 + s.devices.size() * 1024 + s.processes.size() * 200 + s.traces.size() * 600);
+  out.reserve(2048 + s.devices.size() * 1024 + s.processes.size() * 300 + s.traces.size() * 600);
   Writer w(out);
   const std::string_view host = s.host;
 
-  w.family("gpumem_device_up", "gauge", "1 when the device answers, 0 when it is lost.");
+  w.family(metrics::device_up);
   for (const DeviceSample& d : s.devices) {
     std::string gpu = std::to_string(d.gpu);
     w.sample({{"gpu", gpu}, {"uuid", d.uuid}, {"name", d.name}, {"host", host}}, d.up ? "1" : "0");
@@ -113,16 +122,14 @@ std::string render_exposition(const Snapshot& s) {
 
   // Memory gauges of lost devices are left out: a stale number would look like a reading.
   using Field = std::uint64_t GPUMemoryBytes::*;
-  const std::tuple<std::string_view, Field, std::string_view> gauges[] = {
-      {"gpumem_memory_total_bytes", &GPUMemoryBytes::total, "Device memory in total."},
-      {"gpumem_memory_used_bytes", &GPUMemoryBytes::used,
-       "Device memory in use by processes now (excludes the driver's reservation)."},
-      {"gpumem_memory_free_bytes", &GPUMemoryBytes::free, "Device memory free now."},
-      {"gpumem_memory_reserved_bytes", &GPUMemoryBytes::reserved,
-       "Device memory the driver reserves for itself."},
+  const std::pair<const metrics::Family&, Field> gauges[] = {
+      {metrics::memory_total, &GPUMemoryBytes::total},
+      {metrics::memory_used, &GPUMemoryBytes::used},
+      {metrics::memory_free, &GPUMemoryBytes::free},
+      {metrics::memory_reserved, &GPUMemoryBytes::reserved},
   };
-  for (const auto& [name, field, help] : gauges) {
-    w.family(name, "gauge", help);
+  for (const auto& [family, field] : gauges) {
+    w.family(family);
     for (const DeviceSample& d : s.devices) {
       if (!d.up) continue;
       std::string gpu = std::to_string(d.gpu);
@@ -131,9 +138,7 @@ std::string render_exposition(const Snapshot& s) {
     }
   }
 
-  w.family("gpumem_memory_used_peak_window_bytes", "gauge",
-           "Highest used device memory over the exporter's window, sampled at its interval; "
-           "scrapes reset nothing.");
+  w.family(metrics::memory_used_peak_window);
   for (const DeviceSample& d : s.devices) {
     if (!d.up || !d.window_peak) continue;
     std::string gpu = std::to_string(d.gpu);
@@ -141,25 +146,33 @@ std::string render_exposition(const Snapshot& s) {
              number(*d.window_peak));
   }
 
-  w.family("gpumem_process_memory_used_bytes", "gauge", "Device memory a process uses now.");
+  w.family(metrics::process_memory_used);
   for (const ProcessSample& p : s.processes) {
     std::string gpu = std::to_string(p.gpu);
     std::string pid = std::to_string(p.pid);
-    w.sample({{"gpu", gpu}, {"uuid", p.uuid}, {"pid", pid}, {"process", p.process}, {"host", host}},
-             number(p.used_bytes));
+    const ContainerIdentity& c = p.container;
+    const Label labels[] = {{"gpu", gpu},
+                            {"uuid", p.uuid},
+                            {"pid", pid},
+                            {"process", p.process},
+                            {"host", host},
+                            {"namespace", c.namespace_name},
+                            {"pod", c.pod},
+                            {"container", c.container},
+                            {"pod_uid", c.pod_uid},
+                            {"container_id", c.container_id},
+                            {"container_pid", c.container_pid}};
+    w.sample(labels, number(p.used_bytes));
   }
 
   using TraceField = std::int64_t TraceBytes::*;
-  const std::tuple<std::string_view, TraceField, std::string_view> traces[] = {
-      {"gpumem_trace_delta_used_bytes", &TraceBytes::delta_used,
-       "A published trace: used memory at its end less at its start."},
-      {"gpumem_trace_delta_peaked_bytes", &TraceBytes::delta_peaked,
-       "A published trace: how far the peak rose above the start, beyond the delta used."},
-      {"gpumem_trace_peak_bytes", &TraceBytes::peak,
-       "A published trace: the highest used device memory during it."},
+  const std::pair<const metrics::Family&, TraceField> traces[] = {
+      {metrics::trace_delta_used, &TraceBytes::delta_used},
+      {metrics::trace_delta_peaked, &TraceBytes::delta_peaked},
+      {metrics::trace_peak, &TraceBytes::peak},
   };
-  for (const auto& [name, field, help] : traces) {
-    w.family(name, "gauge", help);
+  for (const auto& [family, field] : traces) {
+    w.family(family);
     for (const PublishedTrace& t : s.traces) {
       std::string pid = std::to_string(t.pid);
       std::string device = std::to_string(t.bytes.device);
@@ -172,32 +185,32 @@ std::string render_exposition(const Snapshot& s) {
                number(t.bytes.*field));
     }
   }
-  w.family("gpumem_trace_published_timestamp_seconds", "gauge",
-           "A published trace: when it was published, in seconds since the epoch.");
+  w.family(metrics::trace_published_timestamp);
   for (const PublishedTrace& t : s.traces) {
     std::string pid = std::to_string(t.pid);
     w.sample({{"scope", t.scope}, {"pid", pid}, {"host", host}}, seconds_from_ms(t.unix_ms));
   }
 
-  const ExporterSample& e = s.exporter;
-  w.family("gpumem_exporter_sampling_interval_seconds", "gauge", "The sampler's interval.");
-  w.sample({}, number(e.interval_seconds));
-  w.family("gpumem_exporter_window_seconds", "gauge", "The window of the peak gauges.");
-  w.sample({}, number(e.window_seconds));
-  w.family("gpumem_exporter_scrapes_total", "counter", "Scrapes served.");
-  w.sample({}, number(e.scrapes));
-  w.family("gpumem_exporter_rejected_connections_total", "counter",
-           "Connections refused because too many were open.");
-  w.sample({}, number(e.rejected_connections));
-  w.family("gpumem_exporter_bad_requests_total", "counter",
-           "Requests answered with an error or dropped on a timeout.");
-  w.sample({}, number(e.bad_requests));
-  w.family("gpumem_exporter_spool_malformed_files", "gauge",
-           "Spool files ignored because they are not whole records.");
-  w.sample({}, number(e.spool_malformed));
-  w.family("gpumem_exporter_spool_skipped_files", "gauge",
-           "Spool files not read because of the per-scrape file limit.");
-  w.sample({}, number(e.spool_skipped));
+  const CollectionSample& e = s.exporter;
+  const std::pair<const metrics::Family&, std::string> exporter[] = {
+      {metrics::sampling_interval, number(e.interval_seconds)},
+      {metrics::window, number(e.window_seconds)},
+      {metrics::collection_age, number(serving.collection_age_seconds)},
+      {metrics::collection_duration, number(serving.collection_duration_seconds)},
+      {metrics::collections, number(serving.collections)},
+      {metrics::scrapes, number(serving.scrapes)},
+      {metrics::rejected_connections, number(serving.rejected_connections)},
+      {metrics::evicted_connections, number(serving.evicted_connections)},
+      {metrics::bad_requests, number(serving.bad_requests)},
+      {metrics::unauthorized_requests, number(serving.unauthorized_requests)},
+      {metrics::spool_malformed, number(e.spool_malformed)},
+      {metrics::spool_unreadable, number(e.spool_unreadable)},
+      {metrics::spool_dropped, number(e.spool_dropped)},
+  };
+  for (const auto& [family, value] : exporter) {
+    w.family(family);
+    w.sample({}, value);
+  }
   return out;
 }
 

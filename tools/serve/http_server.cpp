@@ -1,281 +1,509 @@
 #include "http_server.hpp"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/stream_traits.hpp>
+#include <boost/beast/http.hpp>
 
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <map>
+#include <list>
+#include <optional>
+#include <tuple>
+#include <unordered_map>
 
-#include "http_request.hpp"
+#include "basic_auth.hpp"
+#include "tls_context.hpp"
 
 namespace gpumem::serve {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using boost::system::error_code;
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// What a connection is doing; eviction prefers idle, then fresh or reading ones.
+enum class State { fresh, idle, reading, authenticating, writing, closing };
 
-std::string_view reason(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 400:
-      return "Bad Request";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 408:
-      return "Request Timeout";
-    case 413:
-      return "Payload Too Large";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 503:
-      return "Service Unavailable";
-    case 505:
-      return "HTTP Version Not Supported";
-    default:
-      return "Error";
-  }
-}
-
-std::string format_response(const HttpResponse& response, bool head_only, bool keep_alive) {
-  std::string text = "HTTP/1.1 " + std::to_string(response.status) + " ";
-  text += reason(response.status);
-  text += "\r\nContent-Type: " + response.content_type;
-  text += "\r\nContent-Length: " + std::to_string(response.body.size());
-  if (response.status == 405) text += "\r\nAllow: GET, HEAD";
-  text += keep_alive ? "\r\nConnection: keep-alive\r\n\r\n" : "\r\nConnection: close\r\n\r\n";
-  if (!head_only) text += response.body;
-  return text;
-}
-
-std::string error_response(int status) {
-  HttpResponse response{status, "text/plain; charset=utf-8", std::string(reason(status)) + "\n"};
-  return format_response(response, false, false);
-}
+constexpr std::chrono::milliseconds kLinger{1000};     // to drain a client before closing on it
+constexpr std::size_t kMaxLingerBytes = 1 << 20;       // and at most this much of it
+constexpr std::chrono::milliseconds kAcceptPause{50};  // when out of file descriptors
 
 }  // namespace
 
-struct HttpServer::Connection {
-  std::string input;
-  std::string output;
-  std::size_t written = 0;
-  bool writing = false;
-  bool close_after_write = false;
-  Clock::time_point deadline;
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  virtual void close_now() = 0;
+
+  State state = State::fresh;
+  Clock::time_point since = Clock::now();
+  std::string client;
+  std::list<Connection*>::iterator position;
+  bool registered = false;
 };
+
+struct HttpServer::Impl {
+  Impl(const HttpLimits& limits_in, HttpHandler handler_in, const WebConfig& web)
+      : limits(limits_in), handler(std::move(handler_in)), headers(web.headers) {}
+
+  void accept();
+  void on_accept(tcp::socket socket);
+  bool make_room(const std::string& client);
+  void refuse(tcp::socket socket);
+  void enroll(Connection& connection);
+  void forget(Connection& connection);
+
+  // Declared before the io_context: connections unregister while it destroys them.
+  HttpLimits limits;
+  HttpHandler handler;
+  std::map<std::string, std::string> headers;
+  HttpStats stats;
+  int port = 0;
+  bool loopback = true;
+  std::list<Connection*> connections;
+  std::unordered_map<std::string, std::size_t> per_client;
+  std::size_t refusing = 0;
+  std::unique_ptr<asio::ssl::context> tls;
+
+  asio::io_context io{1};
+  tcp::acceptor acceptor{io};
+  asio::steady_timer accept_pause{io};
+  std::unique_ptr<BasicAuth> auth;  // its worker posts to `io`: stopped before it goes
+};
+
+namespace {
+
+template <class Stream>
+class Session : public Connection, public std::enable_shared_from_this<Session<Stream>> {
+ public:
+  Session(HttpServer::Impl& server, Stream stream)
+      : server_(server),
+        stream_(std::move(stream)),
+        timer_(server.io),
+        buffer_(server.limits.max_request_bytes + 1024) {}
+  ~Session() override { server_.forget(*this); }
+
+  void start() {
+    if constexpr (std::is_same_v<Stream, tcp::socket>) {
+      wait_for_request(true);
+    } else {
+      enter(State::fresh, server_.limits.request_timeout);
+      stream_.async_handshake(asio::ssl::stream_base::server,
+                              [self = this->shared_from_this()](error_code error) {
+                                if (error) return self->close_now();
+                                self->wait_for_request(true);
+                              });
+    }
+  }
+
+  void close_now() override {
+    if (closed_) return;
+    closed_ = true;
+    error_code ignored;
+    socket().shutdown(tcp::socket::shutdown_both, ignored);
+    socket().close(ignored);
+    timer_.cancel();
+    server_.forget(*this);
+  }
+
+ private:
+  tcp::socket& socket() { return beast::get_lowest_layer(stream_); }
+
+  void enter(State next, std::chrono::milliseconds timeout) {
+    state = next;
+    since = Clock::now();
+    timed_out_ = false;
+    timer_.expires_after(timeout);
+    timer_.async_wait([self = this->shared_from_this()](error_code error) {
+      if (error || self->closed_) return;
+      self->timed_out_ = true;
+      // An unfinished request is told why (408); anything else is simply closed.
+      if (self->state == State::reading) {
+        error_code ignored;
+        self->socket().cancel(ignored);
+      } else {
+        self->close_now();
+      }
+    });
+  }
+
+  // Idle: waits for the first byte of the next request (a fresh connection gets the request
+  // timeout for it, a kept-alive one the idle timeout).
+  void wait_for_request(bool first) {
+    if (closed_) return;
+    if (buffer_.size() > 0) return read_header();  // pipelined: already here
+    enter(first ? State::fresh : State::idle,
+          first ? server_.limits.request_timeout : server_.limits.idle_timeout);
+    stream_.async_read_some(buffer_.prepare(1024),
+                            [self = this->shared_from_this()](error_code error, std::size_t bytes) {
+                              if (error) return self->close_now();
+                              self->buffer_.commit(bytes);
+                              self->read_header();
+                            });
+  }
+
+  void read_header() {
+    enter(State::reading, server_.limits.request_timeout);
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(server_.limits.max_request_bytes));
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = this->shared_from_this()](error_code error, std::size_t) {
+                              self->on_header(error);
+                            });
+  }
+
+  void on_header(error_code error) {
+    if (closed_) return;
+    if (error) {
+      if (timed_out_) return fail(http::status::request_timeout);
+      if (error == http::error::header_limit || error == http::error::buffer_overflow) {
+        return fail(http::status::request_header_fields_too_large);
+      }
+      if (error.category() == http::make_error_code(http::error::end_of_stream).category() &&
+          error != http::error::end_of_stream && error != http::error::partial_message) {
+        return fail(http::status::bad_request);
+      }
+      return close_now();  // the client went away
+    }
+    const auto& request = parser_->get();
+    if (request.version() != 10 && request.version() != 11) {
+      return fail(http::status::http_version_not_supported);
+    }
+    const std::string_view target = request.target();
+    if (target.empty() || target.front() != '/') return fail(http::status::bad_request);
+    const http::verb method = request.method();
+    if (method != http::verb::get && method != http::verb::head) {
+      return fail(http::status::method_not_allowed, {{"Allow", "GET, HEAD"}});
+    }
+    const auto length = parser_->content_length();
+    if ((length && *length > 0) || parser_->chunked()) {
+      return fail(http::status::payload_too_large);
+    }
+    if (server_.auth) return authorize(request[http::field::authorization]);
+    serve();
+  }
+
+  void authorize(std::string_view authorization) {
+    const std::optional<bool> known = server_.auth->quick_check(authorization);
+    if (known) return *known ? serve() : unauthorized();
+    enter(State::authenticating, server_.limits.request_timeout);
+    auto self = this->shared_from_this();
+    const bool queued = server_.auth->check(authorization, [self](bool allowed) {
+      asio::post(self->server_.io, [self, allowed] {
+        if (self->closed_) return;
+        allowed ? self->serve() : self->unauthorized();
+      });
+    });
+    if (!queued) fail(http::status::service_unavailable);  // a flood of new credentials
+  }
+
+  void unauthorized() {
+    ++server_.stats.unauthorized_requests;
+    respond(http::status::unauthorized, "text/plain; charset=utf-8", "Unauthorized\n", false,
+            {{"WWW-Authenticate", "Basic"}});
+  }
+
+  void serve() {
+    ++server_.stats.requests;
+    std::string path(parser_->get().target());
+    path.erase(std::min(path.find('?'), path.size()));
+    HttpResponse answer;
+    try {
+      answer = server_.handler(path);
+    } catch (...) {
+      answer = HttpResponse{500, "text/plain; charset=utf-8", "Internal Server Error\n"};
+    }
+    respond(static_cast<http::status>(answer.status), answer.content_type, std::move(answer.body),
+            parser_->get().keep_alive());
+  }
+
+  void fail(http::status status,
+            std::initializer_list<std::pair<std::string_view, std::string_view>> extra = {}) {
+    ++server_.stats.bad_requests;
+    std::string body(http::obsolete_reason(status));
+    respond(status, "text/plain; charset=utf-8", body + "\n", false, extra);
+  }
+
+  void respond(http::status status, std::string_view content_type, std::string body,
+               bool keep_alive,
+               std::initializer_list<std::pair<std::string_view, std::string_view>> extra = {}) {
+    const bool head =
+        parser_ && parser_->is_header_done() && parser_->get().method() == http::verb::head;
+    response_ = {};
+    response_.version(11);
+    response_.result(status);
+    response_.set(http::field::server, "gpumem");
+    response_.set(http::field::content_type, content_type);
+    for (const auto& [name, value] : server_.headers) response_.set(name, value);
+    for (const auto& [name, value] : extra) response_.set(name, value);
+    response_.keep_alive(keep_alive);
+    response_.content_length(body.size());
+    if (!head) response_.body() = std::move(body);
+    enter(State::writing, server_.limits.write_timeout);
+    http::async_write(stream_, response_,
+                      [self = this->shared_from_this(), keep_alive](error_code error, std::size_t) {
+                        if (error) return self->close_now();
+                        keep_alive ? self->wait_for_request(false) : self->finish();
+                      });
+  }
+
+  // Closes after the response: TLS says goodbye; plain TCP stops sending and reads what the
+  // client still sends, so that closing does not reset the connection before it read the answer.
+  void finish() {
+    enter(State::closing, kLinger);
+    if constexpr (std::is_same_v<Stream, tcp::socket>) {
+      error_code ignored;
+      socket().shutdown(tcp::socket::shutdown_send, ignored);
+      linger();
+    } else {
+      stream_.async_shutdown([self = this->shared_from_this()](error_code) { self->close_now(); });
+    }
+  }
+
+  void linger() {
+    socket().async_read_some(asio::buffer(drain_),
+                             [self = this->shared_from_this()](error_code error, std::size_t got) {
+                               self->drained_ += got;
+                               if (error || self->drained_ > kMaxLingerBytes) {
+                                 return self->close_now();
+                               }
+                               self->linger();
+                             });
+  }
+
+  HttpServer::Impl& server_;
+  Stream stream_;
+  asio::steady_timer timer_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::empty_body>> parser_;
+  http::response<http::string_body> response_;
+  bool timed_out_ = false;
+  bool closed_ = false;
+  std::size_t drained_ = 0;
+  char drain_[4096];
+};
+
+// A connection refused at the cap: it gets its 503 and is drained briefly before the close.
+class Refusal : public std::enable_shared_from_this<Refusal> {
+ public:
+  Refusal(HttpServer::Impl& server, tcp::socket socket)
+      : server_(server), socket_(std::move(socket)), timer_(server.io) {
+    ++server_.refusing;
+  }
+  ~Refusal() { --server_.refusing; }
+
+  void start(bool tls) {
+    static constexpr std::string_view kBusy =
+        "HTTP/1.1 503 Service Unavailable\r\nServer: gpumem\r\nContent-Type: text/plain; "
+        "charset=utf-8\r\nContent-Length: 20\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
+        "Service Unavailable\n";
+    error_code ignored;
+    socket_.non_blocking(true, ignored);
+    // A plaintext 503 means nothing to a TLS client: it just sees the connection close.
+    if (!tls) socket_.write_some(asio::buffer(kBusy), ignored);
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    timer_.expires_after(kLinger);
+    timer_.async_wait([self = shared_from_this()](error_code error) {
+      if (!error) self->socket_.close(error);
+    });
+    drain();
+  }
+
+ private:
+  void drain() {
+    socket_.async_read_some(asio::buffer(drain_),
+                            [self = shared_from_this()](error_code error, std::size_t got) {
+                              self->drained_ += got;
+                              if (error || self->drained_ > kMaxLingerBytes) {
+                                self->timer_.cancel();
+                                self->socket_.close(error);
+                                return;
+                              }
+                              self->drain();
+                            });
+  }
+
+  HttpServer::Impl& server_;
+  tcp::socket socket_;
+  asio::steady_timer timer_;
+  std::size_t drained_ = 0;
+  char drain_[4096];
+};
+
+}  // namespace
+
+void HttpServer::Impl::enroll(Connection& connection) {
+  connection.position = connections.insert(connections.end(), &connection);
+  connection.registered = true;
+  ++per_client[connection.client];
+  ++stats.open_connections;
+}
+
+void HttpServer::Impl::forget(Connection& connection) {
+  if (!connection.registered) return;
+  connection.registered = false;
+  connections.erase(connection.position);
+  auto count = per_client.find(connection.client);
+  if (count != per_client.end() && --count->second == 0) per_client.erase(count);
+  --stats.open_connections;
+}
+
+bool HttpServer::Impl::make_room(const std::string& client) {
+  const auto count = per_client.find(client);
+  const bool client_full =
+      count != per_client.end() && count->second >= limits.max_connections_per_client;
+  // The client with the most connections gives one up (the newcomer's own when it is at its
+  // cap): its longest-idle kept-alive one first (a client retries on a fresh one), else its
+  // oldest that has not finished a request. Connections being answered are never closed.
+  auto rank = [](const Connection& c) {
+    return c.state == State::idle                                 ? 0
+           : c.state == State::fresh || c.state == State::reading ? 1
+                                                                  : 2;
+  };
+  Connection* victim = nullptr;
+  std::size_t victim_clients = 0;
+  for (Connection* connection : connections) {
+    if (client_full && connection->client != client) continue;
+    if (rank(*connection) == 2) continue;
+    const std::size_t clients = per_client[connection->client];
+    const auto key =
+        std::tuple(-static_cast<std::ptrdiff_t>(clients), rank(*connection), connection->since);
+    if (victim == nullptr || key < std::tuple(-static_cast<std::ptrdiff_t>(victim_clients),
+                                              rank(*victim), victim->since)) {
+      victim = connection;
+      victim_clients = clients;
+    }
+  }
+  if (victim == nullptr) return false;
+  ++stats.evicted_connections;
+  victim->close_now();
+  return true;
+}
+
+void HttpServer::Impl::refuse(tcp::socket socket) {
+  ++stats.rejected_connections;
+  // Refusals are bounded too: past that, the connection is simply closed.
+  if (refusing >= limits.max_connections) return;
+  std::make_shared<Refusal>(*this, std::move(socket))->start(tls != nullptr);
+}
+
+void HttpServer::Impl::on_accept(tcp::socket socket) {
+  error_code error;
+  const tcp::endpoint peer = socket.remote_endpoint(error);
+  if (error) return;
+  socket.set_option(tcp::no_delay(true), error);
+  std::string client = peer.address().to_string();
+  const auto count = per_client.find(client);
+  const bool room =
+      connections.size() < limits.max_connections &&
+      (count == per_client.end() || count->second < limits.max_connections_per_client);
+  if (!room && !make_room(client)) return refuse(std::move(socket));
+  auto start = [&](auto session) {
+    session->client = std::move(client);
+    enroll(*session);
+    session->start();
+  };
+  if (tls) {
+    using TlsStream = asio::ssl::stream<tcp::socket>;
+    start(std::make_shared<Session<TlsStream>>(*this, TlsStream(std::move(socket), *tls)));
+  } else {
+    start(std::make_shared<Session<tcp::socket>>(*this, std::move(socket)));
+  }
+}
+
+void HttpServer::Impl::accept() {
+  acceptor.async_accept([this](error_code error, tcp::socket socket) {
+    if (error == asio::error::operation_aborted || !acceptor.is_open()) return;
+    if (error) {
+      // Out of file descriptors or memory: wait a moment instead of spinning.
+      accept_pause.expires_after(kAcceptPause);
+      accept_pause.async_wait([this](error_code waited) {
+        if (!waited) accept();
+      });
+      return;
+    }
+    on_accept(std::move(socket));
+    accept();
+  });
+}
 
 std::unique_ptr<HttpServer> HttpServer::listen(const ListenAddress& address,
                                                const HttpLimits& limits, HttpHandler handler,
-                                               std::string& error) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  if (int status = ::getaddrinfo(address.host.c_str(), address.port.c_str(), &hints, &found);
-      status != 0) {
-    error = "cannot resolve " + address.host + ": " + ::gai_strerror(status);
+                                               std::string& error, const WebConfig& web) {
+  auto impl = std::make_unique<Impl>(limits, std::move(handler), web);
+  if (web.tls) {
+    impl->tls = make_tls_context(*web.tls, error);
+    if (!impl->tls) return nullptr;
+  }
+  if (!web.basic_auth_users.empty()) impl->auth = std::make_unique<BasicAuth>(web.basic_auth_users);
+
+  const std::string where = address.host + ":" + address.port;
+  error_code failure;
+  tcp::resolver resolver(impl->io);
+  auto endpoints = resolver.resolve(
+      address.host, address.port, tcp::resolver::passive | tcp::resolver::numeric_service, failure);
+  if (failure || endpoints.empty()) {
+    error = "cannot listen on " + where + ": " + (failure ? failure.message() : "no address");
     return nullptr;
   }
-  int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  int one = 1;
-  bool ok = fd >= 0 && ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
-            ::bind(fd, found->ai_addr, found->ai_addrlen) == 0 && ::listen(fd, 128) == 0;
-  int saved = errno;
-  ::freeaddrinfo(found);
-  if (!ok) {
-    if (fd >= 0) ::close(fd);
-    error = "cannot listen on " + address.host + ":" + address.port + ": " + std::strerror(saved);
+  for (const auto& entry : endpoints) {
+    error_code attempt;
+    tcp::acceptor& acceptor = impl->acceptor;
+    if (acceptor.is_open()) acceptor.close(attempt);
+    acceptor.open(entry.endpoint().protocol(), attempt);
+    if (!attempt) acceptor.set_option(tcp::acceptor::reuse_address(true), attempt);
+    if (!attempt) acceptor.bind(entry.endpoint(), attempt);
+    if (!attempt) acceptor.listen(asio::socket_base::max_listen_connections, attempt);
+    failure = attempt;
+    if (!attempt) break;
+  }
+  if (failure) {
+    error = "cannot listen on " + where + ": " + failure.message();
     return nullptr;
   }
-  sockaddr_storage bound{};
-  socklen_t length = sizeof bound;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length);
-  int port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                         : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  return std::unique_ptr<HttpServer>(new HttpServer(fd, port, limits, std::move(handler)));
+  const tcp::endpoint bound = impl->acceptor.local_endpoint(failure);
+  impl->port = bound.port();
+  impl->loopback = bound.address().is_loopback();
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
-HttpServer::HttpServer(int listen_fd, int port, const HttpLimits& limits, HttpHandler handler)
-    : listen_fd_(listen_fd), port_(port), limits_(limits), handler_(std::move(handler)) {}
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpServer::~HttpServer() = default;
 
-HttpServer::~HttpServer() {
-  ::close(listen_fd_);
+int HttpServer::port() const noexcept {
+  return impl_->port;
+}
+bool HttpServer::tls() const noexcept {
+  return impl_->tls != nullptr;
+}
+bool HttpServer::loopback() const noexcept {
+  return impl_->loopback;
+}
+const HttpStats& HttpServer::stats() const noexcept {
+  return impl_->stats;
 }
 
 void HttpServer::run(int stop_fd) {
-  int epoll = ::epoll_create1(EPOLL_CLOEXEC);
-  if (epoll < 0) return;
-  auto watch = [epoll](int op, int fd, std::uint32_t events) {
-    epoll_event event{};
-    event.events = events;
-    event.data.fd = fd;
-    ::epoll_ctl(epoll, op, fd, &event);
-  };
-  watch(EPOLL_CTL_ADD, listen_fd_, EPOLLIN);
-  watch(EPOLL_CTL_ADD, stop_fd, EPOLLIN);
-
-  std::map<int, Connection> connections;
-  bool accepting = true;
-  Clock::time_point resume_accepting{};
-
-  auto close_connection = [&](int fd) {
-    ::epoll_ctl(epoll, EPOLL_CTL_DEL, fd, nullptr);
-    ::close(fd);
-    connections.erase(fd);
-  };
-  // Queues a response; reading stops until it is sent, which bounds what a client can buffer.
-  auto respond = [&](int fd, Connection& c, std::string text, bool close_after) {
-    c.output = std::move(text);
-    c.written = 0;
-    c.writing = true;
-    c.close_after_write = close_after;
-    c.deadline = Clock::now() + limits_.write_timeout;
-    watch(EPOLL_CTL_MOD, fd, EPOLLOUT);
-  };
-  auto fail = [&](int fd, Connection& c, int status) {
-    stats_.bad_requests.fetch_add(1, std::memory_order_relaxed);
-    respond(fd, c, error_response(status), true);
-  };
-  // Answers the first complete request in the buffer, if there is one.
-  auto serve_buffered = [&](int fd, Connection& c) {
-    std::size_t end = find_head_end(c.input);
-    if (end == std::string::npos) {
-      if (c.input.size() > limits_.max_request_bytes) fail(fd, c, 431);
-      return;
-    }
-    if (end > limits_.max_request_bytes) return fail(fd, c, 431);
-    HttpRequest request = parse_request_head(std::string_view(c.input).substr(0, end));
-    c.input.erase(0, end);
-    if (request.error_status != 0) return fail(fd, c, request.error_status);
-    stats_.requests.fetch_add(1, std::memory_order_relaxed);
-    HttpResponse response;
-    try {
-      response = handler_(request.path);
-    } catch (...) {
-      response = HttpResponse{500, "text/plain; charset=utf-8", "Internal Server Error\n"};
-    }
-    bool keep_alive = request.keep_alive && response.status < 400;
-    respond(fd, c, format_response(response, request.head_only, keep_alive), !keep_alive);
-  };
-  auto accept_all = [&] {
-    while (true) {
-      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) {
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-          // Out of descriptors: pause accepting for a moment instead of spinning on the queue.
-          accepting = false;
-          resume_accepting = Clock::now() + std::chrono::milliseconds(100);
-          watch(EPOLL_CTL_MOD, listen_fd_, 0);
-        }
-        return;
-      }
-      if (connections.size() >= limits_.max_connections) {
-        stats_.rejected_connections.fetch_add(1, std::memory_order_relaxed);
-        std::string busy = error_response(503);
-        [[maybe_unused]] ssize_t ignored = ::send(fd, busy.data(), busy.size(), MSG_NOSIGNAL);
-        ::close(fd);
-        continue;
-      }
-      Connection& c = connections[fd];
-      c.deadline = Clock::now() + limits_.request_timeout;
-      watch(EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLRDHUP);
-    }
-  };
-  auto on_readable = [&](int fd, Connection& c) {
-    char chunk[4096];
-    while (!c.writing) {
-      ssize_t got = ::recv(fd, chunk, sizeof chunk, 0);
-      if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-        return close_connection(fd);
-      }
-      if (got < 0) return;
-      // The first byte of a request starts its clock; an idle connection has the idle one.
-      if (c.input.empty()) c.deadline = Clock::now() + limits_.request_timeout;
-      c.input.append(chunk, static_cast<std::size_t>(got));
-      serve_buffered(fd, c);
-    }
-  };
-  auto on_writable = [&](int fd, Connection& c) {
-    while (c.written < c.output.size()) {
-      ssize_t sent =
-          ::send(fd, c.output.data() + c.written, c.output.size() - c.written, MSG_NOSIGNAL);
-      if (sent < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
-        return close_connection(fd);
-      }
-      c.written += static_cast<std::size_t>(sent);
-    }
-    if (c.close_after_write) return close_connection(fd);
-    c.output.clear();
-    c.writing = false;
-    c.deadline = Clock::now() + (c.input.empty() ? limits_.idle_timeout : limits_.request_timeout);
-    watch(EPOLL_CTL_MOD, fd, EPOLLIN | EPOLLRDHUP);
-    serve_buffered(fd, c);  // a pipelined request already in the buffer
-  };
-  auto expire = [&] {
-    auto now = Clock::now();
-    for (auto it = connections.begin(); it != connections.end();) {
-      const int fd = it->first;
-      Connection& c = it->second;
-      ++it;
-      if (c.deadline > now) continue;
-      if (!c.writing && !c.input.empty()) {
-        // A slow request: tell the client why (if it still reads), then hang up.
-        fail(fd, c, 408);
-        c.deadline = now + std::chrono::milliseconds(100);
-      } else {
-        close_connection(fd);
-      }
-    }
-    if (!accepting && now >= resume_accepting) {
-      accepting = true;
-      watch(EPOLL_CTL_MOD, listen_fd_, EPOLLIN);
-    }
-  };
-
-  epoll_event events[64];
-  bool stopping = false;
-  while (!stopping) {
-    int timeout_ms = -1;
-    auto now = Clock::now();
-    auto next = Clock::time_point::max();
-    for (const auto& [fd, c] : connections) next = std::min(next, c.deadline);
-    if (!accepting) next = std::min(next, resume_accepting);
-    if (next != Clock::time_point::max()) {
-      auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1;
-      timeout_ms = static_cast<int>(std::clamp<long long>(wait, 0, 60000));
-    }
-    int ready = ::epoll_wait(epoll, events, 64, timeout_ms);
-    if (ready < 0 && errno != EINTR) break;
-    for (int i = 0; i < std::max(ready, 0); ++i) {
-      int fd = events[i].data.fd;
-      if (fd == stop_fd) {
-        stopping = true;
-      } else if (fd == listen_fd_) {
-        accept_all();
-      } else if (auto it = connections.find(fd); it != connections.end()) {
-        Connection& c = it->second;
-        if (c.writing && (events[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
-          on_writable(fd, c);
-        } else if (!c.writing) {
-          on_readable(fd, c);
-        }
-      }
-    }
-    expire();
-  }
-  while (!connections.empty()) close_connection(connections.begin()->first);
-  ::close(epoll);
+  Impl& impl = *impl_;
+  asio::posix::stream_descriptor stop(impl.io, ::dup(stop_fd));
+  stop.async_wait(asio::posix::stream_descriptor::wait_read, [&impl](error_code) {
+    error_code ignored;
+    impl.acceptor.close(ignored);
+    impl.accept_pause.cancel();
+    // Copied: closing a connection unregisters it.
+    const std::vector<Connection*> open(impl.connections.begin(), impl.connections.end());
+    for (Connection* connection : open) connection->close_now();
+    impl.io.stop();
+  });
+  impl.accept();
+  impl.io.run();
 }
 
 }  // namespace gpumem::serve

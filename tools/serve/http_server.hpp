@@ -1,11 +1,9 @@
-// A small HTTP/1.1 server for /metrics: one thread, one epoll loop, non-blocking sockets.
+// The exporter's HTTP(S) server, on Boost.Beast and Boost.Asio: one thread, asynchronous
+// sockets, a deadline on every connection, so no client can hold up another.
 //
-// Why not prometheus-cpp's Exposer: civetweb gives each connection a worker thread until its
-// request completes or times out, so as many slow clients as there are workers stall every
-// scrape, and connections beyond the workers queue instead of being refused. Here no client
-// can hold up another: every socket is non-blocking, each connection has a deadline, the
-// number of connections and the bytes buffered per connection are capped, and the only thing a
-// request can do is ask the handler for one of its fixed pages.
+// At the connection cap a new connection first takes the place of the longest-idle kept-alive
+// one, then of the oldest one still sending its request; only when every connection is busy
+// being answered is it refused, with a 503 it can read. Each client address has a cap of its own.
 #pragma once
 
 #include <atomic>
@@ -17,11 +15,13 @@
 #include <string_view>
 
 #include "listen_address.hpp"
+#include "web_config.hpp"
 
 namespace gpumem::serve {
 
 struct HttpLimits {
   std::size_t max_connections = 64;
+  std::size_t max_connections_per_client = 16;
   std::size_t max_request_bytes = 8192;             // request line and headers; bodies are refused
   std::chrono::milliseconds request_timeout{5000};  // from a request's first byte to its end
   std::chrono::milliseconds idle_timeout{60000};    // a kept-alive connection with no request
@@ -34,39 +34,44 @@ struct HttpResponse {
   std::string body;
 };
 
-// Called for GET and HEAD with the path (query removed). Runs on the server's thread.
+// Called for GET and HEAD with the path (query removed), once authenticated. Runs on the
+// server's thread: it must not block.
 using HttpHandler = std::function<HttpResponse(std::string_view path)>;
 
 struct HttpStats {
   std::atomic<std::uint64_t> requests{0};
   std::atomic<std::uint64_t> rejected_connections{0};
+  std::atomic<std::uint64_t> evicted_connections{0};
   std::atomic<std::uint64_t> bad_requests{0};
+  std::atomic<std::uint64_t> unauthorized_requests{0};
+  std::atomic<std::uint64_t> open_connections{0};
 };
 
 class HttpServer {
  public:
-  // Binds and listens; nullptr with the reason in `error` on failure.
+  // Binds and listens, with TLS and basic authentication when `web` asks for them; nullptr
+  // with the reason in `error` on failure (an address in use, an unreadable certificate).
   static std::unique_ptr<HttpServer> listen(const ListenAddress& address, const HttpLimits& limits,
-                                            HttpHandler handler, std::string& error);
+                                            HttpHandler handler, std::string& error,
+                                            const WebConfig& web = {});
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  int port() const noexcept { return port_; }
-  const HttpStats& stats() const noexcept { return stats_; }
+  int port() const noexcept;
+  bool tls() const noexcept;
+  // Whether it listens on a loopback address only.
+  bool loopback() const noexcept;
+  const HttpStats& stats() const noexcept;
 
   // Serves until `stop_fd` (an eventfd or pipe) becomes readable; closes every connection then.
   void run(int stop_fd);
 
- private:
-  struct Connection;
-  HttpServer(int listen_fd, int port, const HttpLimits& limits, HttpHandler handler);
+  struct Impl;
 
-  int listen_fd_;
-  int port_;
-  HttpLimits limits_;
-  HttpHandler handler_;
-  HttpStats stats_;
+ private:
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace gpumem::serve

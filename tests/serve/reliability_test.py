@@ -1,0 +1,475 @@
+#!/usr/bin/env python3
+"""The exporter's reliability suite: attacks on `gpumem serve` while a well-behaved scraper and a
+real Prometheus scrape it, on loopback, on the simulated GPU, in under a minute.
+
+Each attack runs in a child process (so that it cannot slow the scraper down through Python's
+lock) from other loopback addresses (127.0.0.10 and up: other clients), for ATTACK_SECONDS:
+  slowloris   200 connections that send a request a header line per second, never ending it
+  idle        200 kept-alive connections that made one request and stay idle
+  connections 1,000 connections that send nothing
+  pipelined   8 connections that pipeline 2,000 requests and never read, and 4 that pipeline
+              and read as fast as they can
+During each, the scraper (127.0.0.1, kept alive, every 25 ms, as Prometheus would) must succeed
+in at least 99 % of its scrapes with a p99 latency of at most 50 ms. Over the whole run
+Prometheus must lose no scrape beyond 1 %, the exporter's memory must not grow by more than
+MAX_GROWTH_MIB, and every exposition must pass `promtool check metrics`, with a process whose
+name the kernel cut in the middle of a UTF-8 character and hostile spool files in place.
+
+A second exporter serves over TLS with basic authentication from a web configuration file in the
+exporter toolkit's format; the same Prometheus scrapes it with a CA file and credentials.
+
+Usage: reliability_test.py GPUMEM_EXECUTABLE SIM_DIR
+"""
+import base64
+import http.client
+import json
+import os
+import resource
+import selectors
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+import warnings
+
+MiB = 1 << 20
+ATTACK_SECONDS = 5
+SCRAPE_EVERY = 0.025
+MAX_P99_MS = 50.0
+MIN_SUCCESS = 0.99
+MAX_GROWTH_MIB = 24
+SKIP = 77
+PASSWORD = "s3cr3t"
+REQUEST = b"GET /metrics HTTP/1.1\r\nHost: gpumem\r\n\r\n"
+
+
+def fail(message):
+    print("FAIL: " + message, flush=True)
+    sys.exit(1)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Attackers (child processes)
+
+class Herd:
+    """Many non-blocking connections from several source addresses; a closed one is reopened
+    after a pause, as a persistent attacker would."""
+
+    def __init__(self, port, count, sources, greet=b"", reopen_after=0.2, read=True):
+        self.port, self.count, self.sources = port, count, sources
+        self.greet, self.reopen_after, self.read = greet, reopen_after, read
+        self.selector = selectors.DefaultSelector()
+        self.live = set()
+        self.due = [(0.0, i) for i in range(count)]
+        self.opened = self.closed = 0
+
+    def open(self, i):
+        s = socket.socket()
+        try:
+            s.bind((self.sources[i % len(self.sources)], 0))
+            s.settimeout(1)
+            s.connect(("127.0.0.1", self.port))
+            if self.greet:
+                s.sendall(self.greet)
+            s.setblocking(False)
+        except OSError:
+            s.close()
+            self.due.append((time.monotonic() + self.reopen_after, i))
+            return
+        self.opened += 1
+        self.live.add(s)
+        if self.read:
+            self.selector.register(s, selectors.EVENT_READ, i)
+
+    def close(self, s, i):
+        self.selector.unregister(s)
+        self.live.discard(s)
+        s.close()
+        self.closed += 1
+        self.due.append((time.monotonic() + self.reopen_after, i))
+
+    def run(self, seconds, tick=None, tick_every=1.0):
+        end = time.monotonic() + seconds
+        next_tick = time.monotonic() + tick_every
+        while time.monotonic() < end:
+            now = time.monotonic()
+            ready = [entry for entry in self.due if entry[0] <= now]
+            self.due = [entry for entry in self.due if entry[0] > now]
+            for _, i in ready:
+                self.open(i)
+            for key, _ in self.selector.select(0.05):
+                try:
+                    data = key.fileobj.recv(65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    self.close(key.fileobj, key.data)
+            if tick and time.monotonic() >= next_tick:
+                next_tick += tick_every
+                for s in list(self.live):
+                    try:
+                        tick(s)
+                    except OSError:
+                        pass
+        for s in list(self.live):
+            s.close()
+
+
+def sources(first, count):
+    return ["127.0.0.%d" % (first + i) for i in range(count)]
+
+
+def attack(kind, port, seconds):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if kind == "slowloris":
+        herd = Herd(port, 200, sources(10, 40), greet=b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        herd.run(seconds, tick=lambda s: s.send(b"X-Slow: 1\r\n"), tick_every=1.0)
+    elif kind == "idle":
+        herd = Herd(port, 200, sources(10, 40), greet=b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        herd.run(seconds)
+    elif kind == "connections":
+        herd = Herd(port, 1000, sources(10, 20), reopen_after=0.5)
+        herd.run(seconds)
+    elif kind == "pipelined":
+        # Never reading: each ends up stuck writing, until the write timeout.
+        stuck = Herd(port, 8, sources(60, 1), greet=REQUEST * 2000, read=False)
+        for i in range(stuck.count):
+            stuck.open(i)
+        # Reading as fast as it can, asking for more all the time.
+        herd = Herd(port, 4, sources(61, 1), greet=REQUEST * 50)
+        herd.run(seconds, tick=lambda s: s.send(REQUEST * 20), tick_every=0.05)
+        for s in stuck.live:
+            s.close()
+    else:
+        fail("unknown attack " + kind)
+    print("%s: %d connections opened, %d closed by the exporter"
+          % (kind, herd.opened, herd.closed), flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The suite
+
+class Scraper(threading.Thread):
+    """Scrapes like Prometheus: one kept-alive connection, reopened (and the scrape retried
+    once) when the exporter closed it while idle."""
+
+    def __init__(self, port):
+        super().__init__(daemon=True)
+        self.port, self.stop, self.results = port, threading.Event(), []
+        self.connection = None
+
+    def once(self):
+        self.retried = False
+        for attempt in range(2):
+            self.retried = attempt > 0
+            reused = self.connection is not None
+            if not reused:
+                self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2,
+                                                             source_address=("127.0.0.1", 0))
+            try:
+                self.connection.request("GET", "/metrics")
+                response = self.connection.getresponse()
+                body = response.read()
+                return response.status == 200 and b"gpumem_device_up{" in body
+            except (OSError, http.client.HTTPException):
+                self.connection.close()
+                self.connection = None
+                if not reused:
+                    return False
+        return False
+
+    def run(self):
+        while not self.stop.is_set():
+            start = time.monotonic()
+            ok = self.once()
+            self.results.append((start, ok, (time.monotonic() - start) * 1000, self.retried))
+            self.stop.wait(max(0.0, SCRAPE_EVERY - (time.monotonic() - start)))
+
+    def between(self, start, end):
+        return [r for r in self.results if start <= r[0] < end]
+
+
+def percentile(values, fraction):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(fraction * len(values)))] if values else float("inf")
+
+
+def rss_mib(pid):
+    with open("/proc/%d/status" % pid) as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0
+
+
+def prometheus_query(port, promql):
+    url = "http://127.0.0.1:%d/api/v1/query?%s" % (port, urllib.parse.urlencode({"query": promql}))
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            body = json.load(response)
+    except OSError:
+        return None
+    return body["data"]["result"] if body.get("status") == "success" else None
+
+
+def scalar(port, promql):
+    result = prometheus_query(port, promql)
+    return float(result[0]["value"][1]) if result else None
+
+
+def wait_for(what, probe, timeout=15):
+    give_up = time.monotonic() + timeout
+    while time.monotonic() < give_up:
+        value = probe()
+        if value is not None:
+            return value
+        time.sleep(0.2)
+    fail("timed out waiting for " + what)
+
+
+def start_exporter(gpumem, env, work, name, extra):
+    log = open(os.path.join(work, name + ".log"), "w")
+    process = subprocess.Popen(
+        [gpumem, "serve", "--listen", "127.0.0.1:0", "--interval", "10ms", "--window", "2s",
+         "--collect-interval", "100ms", "--spool", os.path.join(work, "spool"),
+         "--host-label", "ci"] + extra,
+        env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+    line = process.stdout.readline()
+    if "/metrics" not in line:
+        fail("gpumem serve (%s) did not start: %s%s" % (name, line, open(log.name).read()))
+    print(line.strip(), flush=True)
+    return process, int(line.split("127.0.0.1:")[1].split("/")[0])
+
+
+def promtool_accepts(text, work):
+    path = os.path.join(work, "scrape.prom")
+    with open(path, "wb") as f:
+        f.write(text)
+    with open(path, "rb") as f:
+        result = subprocess.run(["promtool", "check", "metrics"], stdin=f, capture_output=True,
+                                text=True, timeout=20)
+    return result.returncode == 0, result.stdout + result.stderr
+
+
+def hostile_spool(spool):
+    os.makedirs(spool, mode=0o700, exist_ok=True)
+    record = ("gpumem-trace 1\nscope %s\npid %d\nuuid \xff\xfe\nunix_ms %d\nsource sampled\n"
+              "device 0\nstart 0\nend 1\npeak 2\ndelta_used 1\ndelta_peaked 1\npid_start 1\n"
+              "end\n")
+    now = int(time.time() * 1000)
+    with open(os.path.join(spool, "%d-a.trace" % os.getpid()), "wb") as f:
+        f.write((record % ("cut \xe2\x82 \"quoted\" back\\slash", os.getpid(), now))
+                .encode("latin-1"))
+    with open(os.path.join(spool, "1-b.trace"), "wb") as f:
+        f.write(b"\xff" * 5000)  # oversized garbage
+    with open(os.path.join(spool, "1-c.trace"), "wb") as f:
+        f.write(b"gpumem-trace 1\nscope \xc0\xaf\n")  # torn
+
+
+def tls_material(work):
+    cert, key = os.path.join(work, "server.crt"), os.path.join(work, "server.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext",
+                    "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import crypt
+        hashed = crypt.crypt(PASSWORD, crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=1 << 6))
+    config = os.path.join(work, "web.yml")
+    with open(config, "w") as f:
+        f.write("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+                "basic_auth_users:\n  prometheus: '%s'\n" % hashed)
+    return cert, config
+
+
+def https_status(port, cert, credentials):
+    context = ssl.create_default_context(cafile=cert)
+    connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=5)
+    headers = {}
+    if credentials:
+        headers["Authorization"] = "Basic " + base64.b64encode(credentials.encode()).decode()
+    connection.request("GET", "/metrics", headers=headers)
+    response = connection.getresponse()
+    response.read()
+    connection.close()
+    return response.status
+
+
+def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--attack":
+        return attack(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
+    if len(sys.argv) != 3:
+        fail("usage: reliability_test.py GPUMEM_EXECUTABLE SIM_DIR")
+    gpumem, sim = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    for tool in ("prometheus", "promtool", "openssl"):
+        if not shutil.which(tool):
+            print("SKIP: %s is not installed (scripts/setup.sh installs it)" % tool)
+            sys.exit(SKIP)
+    started = time.monotonic()
+    work = tempfile.mkdtemp(prefix="gpumem-reliability-")
+    env = dict(os.environ)
+    env.update({
+        "GPUMEM_SIM_STATE": os.path.join(work, "sim.state"),
+        "GPUMEM_SIM_CONFIG": json.dumps({"devices": [
+            {"name": "NVIDIA H200", "total_mib": 143771, "reserved_mib": 542, "context_mib": 0}]}),
+        "GPUMEM_NVML_LIBRARY": os.path.join(sim, "libnvidia-ml.so.1"),
+        "GPUMEM_CUDA_LIBRARY": os.path.join(sim, "libcuda.so.1"),
+        "GPUMEM_CUPTI_LIBRARY": os.path.join(sim, "libcupti.so.13"),
+    })
+    env.pop("GPUMEM_SIM_FAULTS", None)
+    processes = []
+    try:
+        hostile_spool(os.path.join(work, "spool"))
+        # A process whose command name the kernel cuts to 15 bytes, inside a 3-byte character.
+        trainer = os.path.join(work, "trainer-\u20ac\u20ac\u20ac")
+        os.symlink(os.path.join(sim, "gpumem-sim"), trainer)
+        processes.append(subprocess.Popen([trainer, "workload", "device 0; alloc a 1GiB; sleep 120s"],
+                                          env=env, stdout=subprocess.DEVNULL))
+
+        plain, plain_port = start_exporter(gpumem, env, work, "plain", [
+            "--max-connections", "64", "--max-connections-per-client", "16",
+            "--request-timeout", "2s"])
+        processes.append(plain)
+        cert, web_config = tls_material(work)
+        secure, secure_port = start_exporter(gpumem, env, work, "tls",
+                                             ["--web.config.file", web_config])
+        processes.append(secure)
+
+        prometheus_port = free_port()
+        config = os.path.join(work, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write("global:\n  scrape_interval: 500ms\n  scrape_timeout: 500ms\n"
+                    "  evaluation_interval: 1s\n"
+                    "scrape_configs:\n"
+                    "  - job_name: plain\n    static_configs:\n"
+                    "      - targets: ['127.0.0.1:%d']\n"
+                    "  - job_name: tls\n    scheme: https\n"
+                    "    tls_config:\n      ca_file: %s\n"
+                    "    basic_auth:\n      username: prometheus\n      password: %s\n"
+                    "    static_configs:\n      - targets: ['127.0.0.1:%d']\n"
+                    % (plain_port, cert, PASSWORD, secure_port))
+        processes.append(subprocess.Popen(
+            ["prometheus", "--config.file=" + config,
+             "--storage.tsdb.path=" + os.path.join(work, "data"),
+             "--web.listen-address=127.0.0.1:%d" % prometheus_port],
+            stdout=open(os.path.join(work, "prometheus.log"), "w"), stderr=subprocess.STDOUT))
+
+        # TLS and basic authentication, from the outside.
+        for credentials, expected in ((None, 401), ("prometheus:wrong", 401),
+                                      ("nobody:" + PASSWORD, 401), ("prometheus:" + PASSWORD, 200)):
+            status = https_status(secure_port, cert, credentials)
+            if status != expected:
+                fail("over TLS with %s: status %d, expected %d" % (credentials, status, expected))
+        print("TLS: no or wrong credentials get 401, the right ones 200", flush=True)
+
+        scraper = Scraper(plain_port)
+        scraper.start()
+        wait_for("the process to show", lambda: scalar(
+            prometheus_port, 'gpumem_process_memory_used_bytes{job="plain"}'), timeout=20)
+        time.sleep(1)
+        baseline = rss_mib(plain.pid)
+        quiet_start = time.monotonic()
+        time.sleep(1)
+        phases = [("quiet", quiet_start, time.monotonic())]
+        for kind in ("slowloris", "idle", "connections", "pipelined"):
+            start = time.monotonic()
+            subprocess.run([sys.executable, __file__, "--attack", kind, str(plain_port),
+                            str(ATTACK_SECONDS)], check=True, timeout=ATTACK_SECONDS + 30)
+            phases.append((kind, start, time.monotonic()))
+        time.sleep(1)
+        grown = rss_mib(plain.pid) - baseline
+        scraper.stop.set()
+        scraper.join()
+
+        problems = []
+        for kind, start, end in phases:
+            results = scraper.between(start, end)
+            ok = [r for r in results if r[1]]
+            success = len(ok) / len(results) if results else 0
+            p99 = percentile([r[2] for r in ok], 0.99)
+            print("%-12s %4d scrapes, %6.2f %% successful, p50 %5.1f ms, p99 %5.1f ms, max %6.1f ms"
+                  % (kind, len(results), 100 * success, percentile([r[2] for r in ok], 0.5), p99,
+                     max([r[2] for r in ok], default=0)), flush=True)
+            for r in results:
+                if not r[1] or r[2] > MAX_P99_MS:
+                    print("  %s scrape at %.2f s: %.1f ms%s" % (
+                        "a slow" if r[1] else "a failed", r[0] - quiet_start, r[2],
+                        ", retried on a new connection" if r[3] else ""), flush=True)
+            if success < MIN_SUCCESS or p99 > MAX_P99_MS:
+                problems.append("%s: %.2f %% successful, p99 %.1f ms" % (kind, 100 * success, p99))
+        print("exporter memory: %.1f MiB, then %+.1f MiB after the attacks" % (baseline, grown),
+              flush=True)
+        if grown > MAX_GROWTH_MIB:
+            problems.append("memory grew by %.1f MiB" % grown)
+
+        span = "%ds" % (int(time.monotonic() - quiet_start) + 2)
+        for job in ("plain", "tls"):
+            total = scalar(prometheus_port, 'count_over_time(up{job="%s"}[%s])' % (job, span))
+            up = scalar(prometheus_port, 'sum_over_time(up{job="%s"}[%s])' % (job, span))
+            print("Prometheus, job %s: %s of %s scrapes succeeded" % (job, up, total), flush=True)
+            if total and up is not None and up < total:
+                series = prometheus_query(prometheus_port, 'up{job="%s"}[%s]' % (job, span))
+                lost = [float(t) for t, v in (series[0]["values"] if series else []) if v == "0"]
+                wall_offset = time.time() - time.monotonic()
+                for t in lost:
+                    phase = [k for k, a, b in phases if a <= t - wall_offset < b + 0.5]
+                    print("  lost a scrape at %.1f s, during %s" % (
+                        t - wall_offset - quiet_start, phase or "no attack"), flush=True)
+                targets = json.load(urllib.request.urlopen(
+                    "http://127.0.0.1:%d/api/v1/targets" % prometheus_port, timeout=5))
+                for target in targets["data"]["activeTargets"]:
+                    if target["lastError"]:
+                        print("  last error of %s: %s" % (target["scrapeUrl"],
+                                                         target["lastError"]), flush=True)
+            if not total or up is None or total - up > max(0, int(0.01 * total)):
+                problems.append("Prometheus lost %s of %s scrapes of job %s" % (
+                    None if up is None or total is None else total - up, total, job))
+        total_bytes = scalar(prometheus_port, 'gpumem_memory_total_bytes{job="tls",gpu="0"}')
+        if total_bytes != 143771 * MiB:
+            problems.append("over TLS, Prometheus read total bytes %s" % total_bytes)
+        names = prometheus_query(prometheus_port, 'gpumem_process_memory_used_bytes{job="plain"}')
+        process_name = names[0]["metric"].get("process", "") if names else ""
+        print("the cut process name, as Prometheus stored it: %r" % process_name, flush=True)
+        if not process_name.startswith("trainer-\u20ac\u20ac") or "\ufffd" not in process_name:
+            problems.append("process name %r" % process_name)
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % plain_port, timeout=5) as r:
+            valid, why = promtool_accepts(r.read(), work)
+        if not valid:
+            problems.append("promtool check metrics: " + why)
+        plain.send_signal(signal.SIGTERM)
+        if plain.wait(timeout=10) != 0:
+            problems.append("gpumem serve exited with %d on SIGTERM" % plain.returncode)
+        print("%.1f s in all" % (time.monotonic() - started), flush=True)
+        if problems:
+            fail("; ".join(problems))
+        print("PASS", flush=True)
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+#include "web_config.hpp"
+
+#include <crypt.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+
+#include "basic_auth.hpp"
+
+namespace gpumem::serve {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A bcrypt hash made by libxcrypt, at the lowest cost so the tests stay quick.
+std::string bcrypt(const std::string& password) {
+  char setting[CRYPT_GENSALT_OUTPUT_SIZE];
+  if (::crypt_gensalt_rn("$2b$", 4, nullptr, 0, setting, sizeof setting) == nullptr) return {};
+  crypt_data data{};
+  const char* hash = ::crypt_r(password.c_str(), setting, &data);
+  return hash == nullptr ? std::string() : hash;
+}
+
+class WebConfigFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("gpumem-web-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::optional<WebConfig> load(const std::string& text) {
+    std::ofstream(dir_ / "web.yml") << text;
+    error_.clear();
+    return load_web_config(dir_ / "web.yml", error_);
+  }
+  fs::path dir_;
+  std::string error_;
+};
+
+TEST_F(WebConfigFile, ReadsTheExporterToolkitsFormat) {
+  const std::string hash = bcrypt("secret");
+  auto config = load(
+      "tls_server_config:\n  cert_file: server.crt\n  key_file: /etc/k.key\n"
+      "  min_version: TLS13\n"
+      "http_server_config:\n  headers:\n    X-Frame-Options: deny\n"
+      "basic_auth_users:\n  prometheus: " +
+      hash + "\n");
+  ASSERT_TRUE(config) << error_;
+  ASSERT_TRUE(config->tls);
+  EXPECT_EQ(config->tls->cert_file, dir_ / "server.crt");  // relative to the file
+  EXPECT_EQ(config->tls->key_file, fs::path("/etc/k.key"));
+  EXPECT_EQ(config->tls->min_version, "TLS13");
+  EXPECT_EQ(config->tls->client_auth_type, "NoClientCert");
+  EXPECT_EQ(config->basic_auth_users.at("prometheus"), hash);
+  EXPECT_EQ(config->headers.at("X-Frame-Options"), "deny");
+}
+
+TEST_F(WebConfigFile, AnEmptyFileMeansPlainHttp) {
+  auto config = load("");
+  ASSERT_TRUE(config) << error_;
+  EXPECT_FALSE(config->tls);
+  EXPECT_TRUE(config->basic_auth_users.empty());
+}
+
+TEST_F(WebConfigFile, RefusesMistakesWithAReason) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"tls_server_config:\n  cert_file: a.crt\n", "needs cert_file and key_file"},
+      {"tls_srver_config:\n  cert_file: a\n", "unknown key 'tls_srver_config'"},
+      {"tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: SSL3\n",
+       "invalid min_version"},
+      {"tls_server_config:\n  cert_file: a\n  key_file: b\n"
+       "  client_auth_type: RequireAndVerifyClientCert\n",
+       "needs client_ca_file"},
+      {"basic_auth_users:\n  alice: plaintext\n", "not a bcrypt hash"},
+      {"basic_auth_users: [a, b]\n", "must be a mapping"},
+      {"basic_auth_users:\n  alice: [\n", ""},  // not YAML
+  };
+  for (const auto& [text, why] : cases) {
+    EXPECT_FALSE(load(text)) << text;
+    EXPECT_NE(error_.find(why), std::string::npos) << text << " -> " << error_;
+    EXPECT_NE(error_.find("web.yml"), std::string::npos) << error_;
+  }
+}
+
+TEST(BasicAuth, ParsesCredentials) {
+  auto credentials = parse_basic_credentials("Basic cHJvbWV0aGV1czpzM2NyM3Q6eA==");
+  ASSERT_TRUE(credentials);
+  EXPECT_EQ(credentials->first, "prometheus");
+  EXPECT_EQ(credentials->second, "s3cr3t:x");  // only the first colon separates
+  EXPECT_TRUE(parse_basic_credentials("basic YTpi"));
+  for (const char* bad : {"", "Basic", "Basic ", "Bearer YTpi", "Basic YTpi=", "Basic !!!!",
+                          "Basic YWJj"}) {  // "abc": no colon
+    EXPECT_FALSE(parse_basic_credentials(bad)) << bad;
+  }
+}
+
+TEST(BasicAuth, ChecksBcryptHashesOffTheCallersThread) {
+  BasicAuth auth({{"prometheus", bcrypt("s3cr3t")}});
+  const std::string good = "Basic cHJvbWV0aGV1czpzM2NyM3Q=";   // prometheus:s3cr3t
+  const std::string wrong = "Basic cHJvbWV0aGV1czp3cm9uZw==";  // prometheus:wrong
+  EXPECT_EQ(auth.quick_check(""), false);
+  EXPECT_EQ(auth.quick_check(good), std::nullopt);  // not yet verified
+  std::promise<bool> first;
+  ASSERT_TRUE(auth.check(good, [&](bool allowed) { first.set_value(allowed); }));
+  EXPECT_TRUE(first.get_future().get());
+  EXPECT_EQ(auth.quick_check(good), true);  // remembered
+  std::promise<bool> second;
+  ASSERT_TRUE(auth.check(wrong, [&](bool allowed) { second.set_value(allowed); }));
+  EXPECT_FALSE(second.get_future().get());
+  EXPECT_EQ(auth.quick_check(wrong), std::nullopt);  // failures are not remembered
+  EXPECT_TRUE(BasicAuth::bcrypt_matches("s3cr3t", bcrypt("s3cr3t")));
+  EXPECT_FALSE(BasicAuth::bcrypt_matches("s3cr3t", "$2b$04$invalid"));
+}
+
+}  // namespace
+}  // namespace gpumem::serve
