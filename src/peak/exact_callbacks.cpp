@@ -328,7 +328,7 @@ AddressMap& traced_addresses() noexcept {
 
 void account_exact(int device, std::int64_t delta) noexcept {
   Channel* target = channel(Stream::exact, device);
-  if (target == nullptr) return;
+  if (target == nullptr || delta == 0) return;
   target->add(delta);
   detail::notify_event_observer(device, delta);
 }

@@ -11,6 +11,7 @@
 #include "gpumem/device.hpp"
 #include "gpumem/peak.hpp"
 #include "peak/channels.hpp"
+#include "peak/exact_callbacks.hpp"
 
 namespace gpumem::peak::footprint {
 namespace {
@@ -54,14 +55,13 @@ bool valid(int device) noexcept {
 // Moves the level by `delta` attributed to pools or graphs. What NVML had already shown of it
 // was counted as `other`: that part moves from one to the other rather than rising twice.
 void attribute(DeviceState& device_state, int device, std::int64_t delta) noexcept {
-  Channel* target = channel(Stream::exact, device);
-  if (target == nullptr || delta == 0) return;
+  if (!valid(device) || delta == 0) return;
   if (delta > 0) {
     const std::int64_t moved = std::min(delta, device_state.other);
     device_state.other -= moved;
-    target->add(-moved);
+    account_exact(device, -moved);
   }
-  target->add(delta);
+  account_exact(device, delta);
 }
 
 std::int64_t pool_reservation(CUmemoryPool pool, bool& ok) noexcept {
@@ -154,7 +154,7 @@ void pool_destroyed(CUmemoryPool pool) noexcept {
   const auto found = std::find_if(s.pools.begin(), s.pools.end(),
                                   [&](const Pool& known) { return known.pool == pool; });
   if (found == s.pools.end()) return;
-  if (Channel* target = channel(Stream::exact, found->device)) target->add(-found->counted);
+  account_exact(found->device, -found->counted);
   for (DeviceState& device_state : s.devices) {
     if (device_state.current_pool == pool) device_state.current_pool = nullptr;
   }
@@ -207,7 +207,7 @@ bool reconcile(int device) noexcept {
   if (!usage || target == nullptr) return false;
   const std::int64_t events = target->level() - device_state.other;
   const std::int64_t other = std::max<std::int64_t>(0, static_cast<std::int64_t>(*usage) - events);
-  target->add(other - device_state.other);
+  account_exact(device, other - device_state.other);
   device_state.other = other;
   return true;
 }

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "peak/channels.hpp"
+#include "peak/exact_callbacks.hpp"
 
 namespace gpumem::peak::vmm {
 namespace {
@@ -50,9 +50,7 @@ void settle(State& s, std::uint64_t id) {
   const auto found = s.physical.find(id);
   if (found == s.physical.end()) return;
   if (found->second.references > 0 || found->second.mappings > 0) return;
-  if (Channel* target = channel(Stream::exact, found->second.device)) {
-    target->add(-static_cast<std::int64_t>(found->second.bytes));
-  }
+  account_exact(found->second.device, -static_cast<std::int64_t>(found->second.bytes));
   s.physical.erase(found);
 }
 
@@ -64,9 +62,7 @@ void created(CUmemGenericAllocationHandle handle, std::uint64_t bytes, int devic
   const std::uint64_t id = s.next_id++;
   s.physical[id] = Physical{bytes, device, 1, 0};
   s.handles[handle] = id;
-  if (Channel* target = channel(Stream::exact, device)) {
-    target->add(static_cast<std::int64_t>(bytes));
-  }
+  account_exact(device, static_cast<std::int64_t>(bytes));
 }
 
 void retained(CUmemGenericAllocationHandle handle) {
