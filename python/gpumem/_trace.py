@@ -11,12 +11,19 @@ from typing import Optional, Tuple
 from . import _framework, _native
 
 TraceBytes = namedtuple(
-    "TraceBytes", ["source", "device", "start", "end", "peak", "delta_used", "delta_peaked"]
+    "TraceBytes",
+    ["source", "device", "start", "end", "peak", "delta_used", "delta_peaked", "quantity",
+     "covers", "description", "device_used_start", "device_used_end", "device_used_peak"],
+    defaults=["none", (), "", 0, 0, 0],
 )
 TraceBytes.__doc__ = (
     "A trace's readings in bytes: where the peak came from (exact, sampled, reported or none), "
     "the CUDA ordinal, the traced level at start, at the end (now, or at stop) and at the peak, "
-    "and fastai.utils.mem's two deltas."
+    "and fastai.utils.mem's two deltas. `quantity` says what the levels are: 'process footprint' "
+    "(what the driver holds for this process, context included: the exact source) or 'device "
+    "used' (NVML's total - free, every process: the sampled source); `covers` names the parts "
+    "of a footprint they account for, `description` says it in words with what it may miss, and "
+    "the device_used_* fields give the device's used memory beside them."
 )
 
 _warned_no_gpu = False

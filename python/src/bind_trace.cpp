@@ -53,6 +53,16 @@ py::dict as_dict(const TraceBytes& bytes) {
   dict["peak"] = bytes.peak;
   dict["delta_used"] = bytes.delta_used;
   dict["delta_peaked"] = bytes.delta_peaked;
+  dict["quantity"] = std::string(to_string(bytes.quantity));
+  py::list covers;
+  for (std::uint32_t bit = 1; bit <= coverage::other_processes; bit <<= 1) {
+    if ((bytes.reading.covers & bit) != 0) covers.append(describe_coverage(bit));
+  }
+  dict["covers"] = py::tuple(covers);
+  dict["description"] = describe(bytes.reading);
+  dict["device_used_start"] = bytes.reading.device_used_start_bytes;
+  dict["device_used_end"] = bytes.reading.device_used_current_bytes;
+  dict["device_used_peak"] = bytes.reading.device_used_peak_bytes;
   return dict;
 }
 

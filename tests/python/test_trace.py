@@ -465,3 +465,25 @@ emit(bad=bad.data(), source=bad.source, warned=[str(w.message) for w in caught])
     assert result["devices"] == [1, 1, 0]
     assert result["bad"] == [0, 0] and result["source"] == "none"
     assert "'cpu'" in result["warned"][0]
+
+
+def test_the_trace_measures_the_process_footprint_context_included(sim):
+    # fastai.utils.mem's first example traced from before CUDA starts, on a GPU whose contexts
+    # cost 500 MB: the context shows, as it did when fastai.utils.mem read the device.
+    sim.config = {"devices": [{"name": "NVIDIA H200", "total_mib": 143771, "reserved_mib": 542,
+                               "context_mib": 500}]}
+    result = sim.run(SETUP + """
+mtrace = GPUMemTrace()
+some_code(keep=10)
+mtrace.report('ctx')
+b = mtrace.data_bytes()
+emit(quantity=b.quantity, covers=list(b.covers), description=b.description,
+     device=[b.device_used_start, b.device_used_end, b.device_used_peak], start=b.start, end=b.end)
+""")
+    assert result.lines == [line(510, 0, " (ctx)")]
+    assert result["quantity"] == "process footprint"
+    assert "context and modules" in result["covers"]
+    assert result["description"].startswith("process footprint, exact")
+    mib = 2**20
+    assert result["device"] == [542 * mib, (542 + 510) * mib, (542 + 510) * mib]
+    assert (result["start"], result["end"]) == (0, 510 * mib)
