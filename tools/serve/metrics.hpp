@@ -18,28 +18,36 @@ inline constexpr Family memory_total{"gpumem_memory_total_bytes", "gauge",
                                      "Device memory in total."};
 inline constexpr Family memory_used{
     "gpumem_memory_used_bytes", "gauge",
-    "Device memory in use by processes now (excludes the driver's reservation)."};
+    "Device memory in use by processes now, as NVML reports it (excludes the driver's "
+    "reservation; the device used, total - free, is this plus gpumem_memory_reserved_bytes)."};
 inline constexpr Family memory_free{"gpumem_memory_free_bytes", "gauge", "Device memory free now."};
 inline constexpr Family memory_reserved{"gpumem_memory_reserved_bytes", "gauge",
                                         "Device memory the driver reserves for itself."};
 inline constexpr Family memory_used_peak_window{
     "gpumem_memory_used_peak_window_bytes", "gauge",
-    "Highest used device memory over the exporter's window, sampled at its interval; "
+    "Highest gpumem_memory_used_bytes over the exporter's window, sampled at its interval; "
     "scrapes reset nothing."};
 
 // Per process (labels gpu, uuid, pid, process, host, and the container's where known).
 inline constexpr Family process_memory_used{"gpumem_process_memory_used_bytes", "gauge",
-                                            "Device memory a process uses now."};
+                                            "Device memory NVML charges to a process now "
+                                            "(its context included)."};
 
-// Per published trace (labels scope, pid, device, uuid, source, host).
+// Per published trace (labels scope, pid, device, uuid, source, host). What a trace measures
+// follows its source: the process footprint (exact), the device used (sampled), what the
+// allocator reported (reported); docs/peaks.md.
 inline constexpr Family trace_delta_used{
     "gpumem_trace_delta_used_bytes", "gauge",
-    "A published trace: used memory at its end less at its start."};
+    "A published trace: its level at the end less at its start; the level is the publishing "
+    "process's footprint (context included) where source=exact, the device used (total - free) "
+    "where source=sampled."};
 inline constexpr Family trace_delta_peaked{
     "gpumem_trace_delta_peaked_bytes", "gauge",
     "A published trace: how far the peak rose above the start, beyond the delta used."};
-inline constexpr Family trace_peak{"gpumem_trace_peak_bytes", "gauge",
-                                   "A published trace: the highest used device memory during it."};
+inline constexpr Family trace_peak{
+    "gpumem_trace_peak_bytes", "gauge",
+    "A published trace: its highest level (process footprint where source=exact, device used "
+    "where source=sampled)."};
 inline constexpr Family trace_published_timestamp{
     "gpumem_trace_published_timestamp_seconds", "gauge",
     "A published trace: when it was published, in seconds since the epoch."};
