@@ -4,7 +4,8 @@
 # clang, warnings as errors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+# Warnings are errors here (GPUMEM_WERROR), never in users' builds.
+scripts/setup.sh -DGPUMEM_WERROR=ON
 JOBS=$(nproc)
 
 echo "== clang-format"
@@ -21,7 +22,7 @@ scripts/python_package.sh
 sanitized() {  # build-dir, sanitizers, ctest filter
   local dir=$1 sanitize=$2 filter=$3
   echo "== tests under -fsanitize=$sanitize ($dir/)"
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUMEM_SANITIZE="$sanitize" \
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUMEM_SANITIZE="$sanitize" -DGPUMEM_WERROR=ON \
     -DGPUMEM_BUILD_BENCH=OFF -DGPUMEM_BUILD_PYTHON=OFF >"$dir.log" 2>&1 &&
     cmake --build "$dir" -j "$JOBS" >>"$dir.log" 2>&1 || { tail -n 40 "$dir.log"; exit 1; }
   ctest --test-dir "$dir" --output-on-failure -j "$JOBS" -R "$filter" -E "prometheus|python|reliability"
@@ -31,8 +32,9 @@ export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 sanitized build-asan address,undefined "."
 sanitized build-tsan thread "."
 
-echo "== the library and examples with clang++ (build-clang/)"
+echo "== the library and examples with clang++, Release (build-clang/)"
 cmake -S . -B build-clang -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \
+  -DCMAKE_BUILD_TYPE=Release -DGPUMEM_WERROR=ON \
   -DGPUMEM_BUILD_TESTS=OFF -DGPUMEM_BUILD_BENCH=OFF -DGPUMEM_BUILD_PYTHON=OFF >build-clang.log 2>&1 &&
   cmake --build build-clang -j "$JOBS" --target gpumem seed_examples >>build-clang.log 2>&1 ||
   { tail -n 40 build-clang.log; exit 1; }
