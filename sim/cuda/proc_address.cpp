@@ -94,6 +94,8 @@ constexpr Variant kVariants[] = {
     {"cuModuleGetFunction", "cuModuleGetFunction", 2000},
     {"cuModuleGetGlobal", "cuModuleGetGlobal", 2000},
     {"cuModuleGetGlobal", "cuModuleGetGlobal_v2", 3020},
+    {"cuLaunchKernel", "cuLaunchKernel", 4000},
+    {"cuLaunchKernel", "cuLaunchKernel_ptsz", 7000, true},
     {"cuLibraryLoadData", "cuLibraryLoadData", 12000},
     {"cuLibraryLoadFromFile", "cuLibraryLoadFromFile", 12000},
     {"cuLibraryUnload", "cuLibraryUnload", 12000},

@@ -36,6 +36,44 @@ using gpumem::abi_test::abi_compatible;
   X(CUevent_st)                             \
   X(CUgraph_st)                             \
   X(CUgraphExec_st)                         \
+  X(CUgraphNode_st) \
+  X(CUfunc_st) \
+    X(CUmemLocation) \
+  X(CUmemAccessDesc) \
+  X(CUmemPoolProps) \
+  X(CUDA_MEM_ALLOC_NODE_PARAMS) \
+  X(cuCtxCreate_v2_params) \
+  X(cuCtxCreate_v3_params) \
+  X(cuCtxCreate_v4_params) \
+  X(cuCtxDestroy_v2_params) \
+  X(cuDevicePrimaryCtxRetain_params) \
+  X(cuDevicePrimaryCtxRelease_v2_params) \
+  X(cuDevicePrimaryCtxReset_v2_params) \
+  X(cuModuleLoad_params) \
+  X(cuModuleLoadData_params) \
+  X(cuModuleLoadDataEx_params) \
+  X(cuModuleUnload_params) \
+  X(cuModuleGetFunction_params) \
+  X(cuMemGetAllocationGranularity_params) \
+  X(cuMemAddressReserve_params) \
+  X(cuMemAddressFree_params) \
+  X(cuMemSetAccess_params) \
+  X(cuDeviceGetDefaultMemPool_params) \
+  X(cuDeviceGetMemPool_params) \
+  X(cuMemPoolCreate_params) \
+  X(cuMemPoolGetAttribute_params) \
+  X(cuStreamSynchronize_params) \
+  X(cuEventSynchronize_params) \
+  X(cuCtxSynchronize_v2_params) \
+  X(cuGraphCreate_params) \
+  X(cuGraphAddMemAllocNode_params) \
+  X(cuGraphAddMemFreeNode_params) \
+  X(cuGraphInstantiateWithFlags_params) \
+  X(cuGraphUpload_params) \
+  X(cuGraphExecDestroy_params) \
+  X(cuGraphDestroy_params) \
+  X(cuDeviceGetGraphMemAttribute_params) \
+  X(cuMemPrefetchAsync_v2_params) \
   X(CUpti_Subscriber_st)                    \
   X(CUuuid)                                 \
   X(CUmemAllocationProp)                    \
@@ -81,6 +119,8 @@ static_assert(abi_compatible<ours::CUmodule, ::CUmodule>);
 static_assert(abi_compatible<ours::CUevent, ::CUevent>);
 static_assert(abi_compatible<ours::CUgraph, ::CUgraph>);
 static_assert(abi_compatible<ours::CUgraphExec, ::CUgraphExec>);
+static_assert(abi_compatible<ours::CUgraphNode, ::CUgraphNode>);
+static_assert(abi_compatible<ours::CUfunction, ::CUfunction>);
 static_assert(abi_compatible<ours::CUptiResult, ::CUptiResult>);
 static_assert(abi_compatible<ours::CUpti_CallbackDomain, ::CUpti_CallbackDomain>);
 static_assert(abi_compatible<ours::CUpti_CallbackId, ::CUpti_CallbackId>);
@@ -195,6 +235,153 @@ GPUMEM_FIELD(cuDeviceSetMemPool_params, dev)
 GPUMEM_FIELD(cuDeviceSetMemPool_params, pool)
 GPUMEM_SIZE(cuDeviceGraphMemTrim_params)
 GPUMEM_FIELD(cuDeviceGraphMemTrim_params, device)
+GPUMEM_SIZE(CUmemLocation)
+GPUMEM_FIELD(CUmemLocation, type)
+GPUMEM_FIELD(CUmemLocation, id)
+GPUMEM_SIZE(CUmemAccessDesc)
+GPUMEM_FIELD(CUmemAccessDesc, location)
+GPUMEM_FIELD(CUmemAccessDesc, flags)
+GPUMEM_SIZE(CUmemPoolProps)
+GPUMEM_FIELD(CUmemPoolProps, allocType)
+GPUMEM_FIELD(CUmemPoolProps, handleTypes)
+GPUMEM_FIELD(CUmemPoolProps, location)
+GPUMEM_FIELD(CUmemPoolProps, win32SecurityAttributes)
+GPUMEM_FIELD(CUmemPoolProps, maxSize)
+GPUMEM_FIELD(CUmemPoolProps, usage)
+GPUMEM_FIELD(CUmemPoolProps, reserved)
+GPUMEM_SIZE(CUDA_MEM_ALLOC_NODE_PARAMS)
+GPUMEM_FIELD(CUDA_MEM_ALLOC_NODE_PARAMS, poolProps)
+GPUMEM_FIELD(CUDA_MEM_ALLOC_NODE_PARAMS, accessDescs)
+GPUMEM_FIELD(CUDA_MEM_ALLOC_NODE_PARAMS, accessDescCount)
+GPUMEM_FIELD(CUDA_MEM_ALLOC_NODE_PARAMS, bytesize)
+GPUMEM_FIELD(CUDA_MEM_ALLOC_NODE_PARAMS, dptr)
+GPUMEM_SIZE(cuCtxCreate_v2_params)
+GPUMEM_FIELD(cuCtxCreate_v2_params, pctx)
+GPUMEM_FIELD(cuCtxCreate_v2_params, flags)
+GPUMEM_FIELD(cuCtxCreate_v2_params, dev)
+GPUMEM_SIZE(cuCtxCreate_v3_params)
+GPUMEM_FIELD(cuCtxCreate_v3_params, pctx)
+GPUMEM_LAYOUT(cuCtxCreate_v3_params, paramsArray)  // CUexecAffinityParam* in cuda.h
+GPUMEM_FIELD(cuCtxCreate_v3_params, numParams)
+GPUMEM_FIELD(cuCtxCreate_v3_params, flags)
+GPUMEM_FIELD(cuCtxCreate_v3_params, dev)
+GPUMEM_SIZE(cuCtxCreate_v4_params)
+GPUMEM_FIELD(cuCtxCreate_v4_params, pctx)
+GPUMEM_LAYOUT(cuCtxCreate_v4_params, ctxCreateParams)  // CUctxCreateParams* in cuda.h
+GPUMEM_FIELD(cuCtxCreate_v4_params, flags)
+GPUMEM_FIELD(cuCtxCreate_v4_params, dev)
+GPUMEM_SIZE(cuCtxDestroy_v2_params)
+GPUMEM_FIELD(cuCtxDestroy_v2_params, ctx)
+GPUMEM_SIZE(cuDevicePrimaryCtxRetain_params)
+GPUMEM_FIELD(cuDevicePrimaryCtxRetain_params, pctx)
+GPUMEM_FIELD(cuDevicePrimaryCtxRetain_params, dev)
+GPUMEM_SIZE(cuDevicePrimaryCtxRelease_v2_params)
+GPUMEM_FIELD(cuDevicePrimaryCtxRelease_v2_params, dev)
+GPUMEM_SIZE(cuDevicePrimaryCtxReset_v2_params)
+GPUMEM_FIELD(cuDevicePrimaryCtxReset_v2_params, dev)
+GPUMEM_SIZE(cuModuleLoad_params)
+GPUMEM_FIELD(cuModuleLoad_params, module)
+GPUMEM_FIELD(cuModuleLoad_params, fname)
+GPUMEM_SIZE(cuModuleLoadData_params)
+GPUMEM_FIELD(cuModuleLoadData_params, module)
+GPUMEM_FIELD(cuModuleLoadData_params, image)
+GPUMEM_SIZE(cuModuleLoadDataEx_params)
+GPUMEM_FIELD(cuModuleLoadDataEx_params, module)
+GPUMEM_FIELD(cuModuleLoadDataEx_params, image)
+GPUMEM_FIELD(cuModuleLoadDataEx_params, numOptions)
+GPUMEM_LAYOUT(cuModuleLoadDataEx_params, options)  // CUjit_option* in cuda.h
+GPUMEM_FIELD(cuModuleLoadDataEx_params, optionValues)
+GPUMEM_SIZE(cuModuleUnload_params)
+GPUMEM_FIELD(cuModuleUnload_params, hmod)
+GPUMEM_SIZE(cuModuleGetFunction_params)
+GPUMEM_FIELD(cuModuleGetFunction_params, hfunc)
+GPUMEM_FIELD(cuModuleGetFunction_params, hmod)
+GPUMEM_FIELD(cuModuleGetFunction_params, name)
+GPUMEM_SIZE(cuMemGetAllocationGranularity_params)
+GPUMEM_FIELD(cuMemGetAllocationGranularity_params, granularity)
+GPUMEM_FIELD(cuMemGetAllocationGranularity_params, prop)
+GPUMEM_FIELD(cuMemGetAllocationGranularity_params, option)
+GPUMEM_SIZE(cuMemAddressReserve_params)
+GPUMEM_FIELD(cuMemAddressReserve_params, ptr)
+GPUMEM_FIELD(cuMemAddressReserve_params, size)
+GPUMEM_FIELD(cuMemAddressReserve_params, alignment)
+GPUMEM_FIELD(cuMemAddressReserve_params, addr)
+GPUMEM_FIELD(cuMemAddressReserve_params, flags)
+GPUMEM_SIZE(cuMemAddressFree_params)
+GPUMEM_FIELD(cuMemAddressFree_params, ptr)
+GPUMEM_FIELD(cuMemAddressFree_params, size)
+GPUMEM_SIZE(cuMemSetAccess_params)
+GPUMEM_FIELD(cuMemSetAccess_params, ptr)
+GPUMEM_FIELD(cuMemSetAccess_params, size)
+GPUMEM_FIELD(cuMemSetAccess_params, desc)
+GPUMEM_FIELD(cuMemSetAccess_params, count)
+GPUMEM_SIZE(cuDeviceGetDefaultMemPool_params)
+GPUMEM_FIELD(cuDeviceGetDefaultMemPool_params, pool_out)
+GPUMEM_FIELD(cuDeviceGetDefaultMemPool_params, dev)
+GPUMEM_SIZE(cuDeviceGetMemPool_params)
+GPUMEM_FIELD(cuDeviceGetMemPool_params, pool)
+GPUMEM_FIELD(cuDeviceGetMemPool_params, dev)
+GPUMEM_SIZE(cuMemPoolCreate_params)
+GPUMEM_FIELD(cuMemPoolCreate_params, pool)
+GPUMEM_FIELD(cuMemPoolCreate_params, poolProps)
+GPUMEM_SIZE(cuMemPoolGetAttribute_params)
+GPUMEM_FIELD(cuMemPoolGetAttribute_params, pool)
+GPUMEM_FIELD(cuMemPoolGetAttribute_params, attr)
+GPUMEM_FIELD(cuMemPoolGetAttribute_params, value)
+GPUMEM_SIZE(cuStreamSynchronize_params)
+GPUMEM_FIELD(cuStreamSynchronize_params, hStream)
+GPUMEM_SIZE(cuEventSynchronize_params)
+GPUMEM_FIELD(cuEventSynchronize_params, hEvent)
+GPUMEM_SIZE(cuCtxSynchronize_v2_params)
+GPUMEM_FIELD(cuCtxSynchronize_v2_params, ctx)
+GPUMEM_SIZE(cuGraphCreate_params)
+GPUMEM_FIELD(cuGraphCreate_params, phGraph)
+GPUMEM_FIELD(cuGraphCreate_params, flags)
+GPUMEM_SIZE(cuGraphAddMemAllocNode_params)
+GPUMEM_FIELD(cuGraphAddMemAllocNode_params, phGraphNode)
+GPUMEM_FIELD(cuGraphAddMemAllocNode_params, hGraph)
+GPUMEM_FIELD(cuGraphAddMemAllocNode_params, dependencies)
+GPUMEM_FIELD(cuGraphAddMemAllocNode_params, numDependencies)
+GPUMEM_FIELD(cuGraphAddMemAllocNode_params, nodeParams)
+GPUMEM_SIZE(cuGraphAddMemFreeNode_params)
+GPUMEM_FIELD(cuGraphAddMemFreeNode_params, phGraphNode)
+GPUMEM_FIELD(cuGraphAddMemFreeNode_params, hGraph)
+GPUMEM_FIELD(cuGraphAddMemFreeNode_params, dependencies)
+GPUMEM_FIELD(cuGraphAddMemFreeNode_params, numDependencies)
+GPUMEM_FIELD(cuGraphAddMemFreeNode_params, dptr)
+GPUMEM_SIZE(cuGraphInstantiateWithFlags_params)
+GPUMEM_FIELD(cuGraphInstantiateWithFlags_params, phGraphExec)
+GPUMEM_FIELD(cuGraphInstantiateWithFlags_params, hGraph)
+GPUMEM_FIELD(cuGraphInstantiateWithFlags_params, flags)
+GPUMEM_SIZE(cuGraphUpload_params)
+GPUMEM_FIELD(cuGraphUpload_params, hGraph)
+GPUMEM_FIELD(cuGraphUpload_params, hStream)
+GPUMEM_SIZE(cuGraphExecDestroy_params)
+GPUMEM_FIELD(cuGraphExecDestroy_params, hGraphExec)
+GPUMEM_SIZE(cuGraphDestroy_params)
+GPUMEM_FIELD(cuGraphDestroy_params, hGraph)
+GPUMEM_SIZE(cuDeviceGetGraphMemAttribute_params)
+GPUMEM_FIELD(cuDeviceGetGraphMemAttribute_params, device)
+GPUMEM_FIELD(cuDeviceGetGraphMemAttribute_params, attr)
+GPUMEM_FIELD(cuDeviceGetGraphMemAttribute_params, value)
+GPUMEM_SIZE(cuMemPrefetchAsync_v2_params)
+GPUMEM_FIELD(cuMemPrefetchAsync_v2_params, devPtr)
+GPUMEM_FIELD(cuMemPrefetchAsync_v2_params, count)
+GPUMEM_FIELD(cuMemPrefetchAsync_v2_params, location)
+GPUMEM_FIELD(cuMemPrefetchAsync_v2_params, flags)
+GPUMEM_FIELD(cuMemPrefetchAsync_v2_params, hStream)
+// Aliases of the structs above, where NVIDIA's params have the same fields.
+GPUMEM_SIZE(cuMemPoolSetAttribute_params)
+GPUMEM_FIELD(cuMemPoolSetAttribute_params, pool)
+GPUMEM_FIELD(cuMemPoolSetAttribute_params, attr)
+GPUMEM_FIELD(cuMemPoolSetAttribute_params, value)
+GPUMEM_SIZE(cuGraphLaunch_params)
+GPUMEM_FIELD(cuGraphLaunch_params, hGraph)
+GPUMEM_FIELD(cuGraphLaunch_params, hStream)
+GPUMEM_SIZE(cuDeviceSetGraphMemAttribute_params)
+GPUMEM_FIELD(cuDeviceSetGraphMemAttribute_params, device)
+GPUMEM_FIELD(cuDeviceSetGraphMemAttribute_params, attr)
+GPUMEM_FIELD(cuDeviceSetGraphMemAttribute_params, value)
 GPUMEM_SIZE(cudaMalloc_v3020_params)
 GPUMEM_FIELD(cudaMalloc_v3020_params, devPtr)
 GPUMEM_FIELD(cudaMalloc_v3020_params, size)
@@ -297,7 +484,49 @@ GPUMEM_FIELD(cudaFree_v3020_params, devPtr)
   X(CUPTI_CBID_RESOURCE_CONTEXT_CREATED)                           \
   X(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)                  \
   X(CUPTI_CBID_RESOURCE_MODULE_LOADED)                             \
-  X(CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING)
+  X(CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) \
+  X(CUDA_ERROR_INVALID_IMAGE) \
+  X(CUDA_ERROR_ALREADY_MAPPED) \
+  X(CUDA_ERROR_NOT_MAPPED) \
+  X(CUDA_ERROR_FILE_NOT_FOUND) \
+  X(CUDA_ERROR_INVALID_HANDLE) \
+  X(CU_MEM_LOCATION_TYPE_HOST) \
+  X(CU_MEM_ALLOC_GRANULARITY_MINIMUM) \
+  X(CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) \
+  X(CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES) \
+  X(CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC) \
+  X(CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuModuleLoad) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuModuleUnload) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuCtxCreate_v2) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuCtxDestroy_v2) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuCtxPushCurrent_v2) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuCtxPopCurrent_v2) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxRetain) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuMemPrefetchAsync) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuGraphCreate) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuGraphDestroy) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxRelease_v2) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset_v2) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuMemSetAccess) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuMemGetAllocationGranularity) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuMemPoolSetAttribute) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuMemPoolGetAttribute) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuDeviceGetDefaultMemPool) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuMemPoolCreate) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuDeviceGetMemPool) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuGraphAddMemAllocNode) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuGraphAddMemFreeNode) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuDeviceGetGraphMemAttribute) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuDeviceSetGraphMemAttribute) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuCtxCreate_v3) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuMemPrefetchAsync_v2) \
+  X(CUPTI_DRIVER_TRACE_CBID_cuCtxCreate_v4)
 // clang-format on
 #define GPUMEM_CONSTANT(name) \
   static_assert(static_cast<long long>(ours::name) == static_cast<long long>(::name), #name);
