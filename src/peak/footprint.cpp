@@ -11,6 +11,7 @@
 #include "gpumem/device.hpp"
 #include "gpumem/peak.hpp"
 #include "peak/channels.hpp"
+#include "peak/event_observer.hpp"
 
 namespace gpumem::peak::footprint {
 namespace {
@@ -130,6 +131,8 @@ std::optional<std::uint64_t> own_usage(int device, bool listed_before) noexcept 
   return std::nullopt;
 }
 
+std::atomic<bool> g_reconciliation{true};
+
 }  // namespace
 
 void pool_used(CUmemoryPool pool, int device) noexcept {
@@ -185,8 +188,12 @@ void synchronized() noexcept {
   refresh_graphs(-1);
 }
 
+bool reconciling() noexcept {
+  return g_reconciliation.load(std::memory_order_relaxed);
+}
+
 bool reconcile(int device) noexcept {
-  if (!valid(device)) return false;
+  if (!valid(device) || !g_reconciliation.load(std::memory_order_relaxed)) return false;
   State& s = state();
   bool listed_before = false;
   {
@@ -247,3 +254,11 @@ void clear() noexcept {
 }
 
 }  // namespace gpumem::peak::footprint
+
+namespace gpumem::detail {
+
+void set_footprint_reconciliation(bool enabled) noexcept {
+  peak::footprint::g_reconciliation.store(enabled, std::memory_order_relaxed);
+}
+
+}  // namespace gpumem::detail
