@@ -136,7 +136,9 @@ TEST(RunModes, TheMonitorAddsTheContextsToTheExactSpikes) {
   const auto& device = run.summary["devices"][0];
   EXPECT_EQ(run.summary["mode"], "exact") << run.summary.dump(2);
   EXPECT_EQ(device["exact_peak_bytes"], 150 * MiB);  // the events alone
-  EXPECT_EQ(device["sampled_peak_bytes"], 600 * MiB);
+  // A sample may catch the spike too, on a loaded machine.
+  EXPECT_GE(device["sampled_peak_bytes"], 600 * MiB);
+  EXPECT_LE(device["sampled_peak_bytes"], 650 * MiB);
   EXPECT_EQ(device["context_bytes"], 500 * MiB);
   EXPECT_EQ(device["peak_bytes"], 650 * MiB);  // the spike, on top of the context
 }

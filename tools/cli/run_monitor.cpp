@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "child_process.hpp"
 #include "snapshot.hpp"
@@ -138,14 +139,15 @@ bool RunMonitor::counted_exactly(unsigned pid) const {
   return found != attachments_.end() && found->second.exact;
 }
 
-// What a process's events hold on a device now (0 once it gave its slot back).
-std::int64_t RunMonitor::events_held(unsigned pid, int ordinal) const {
-  if (ordinal < 0 || ordinal >= run::kMaxDevices) return 0;
+// What a process's events hold on a device now; nullopt once it gave its slot back (it is
+// exiting: what NVML still shows for it is no longer beyond its events).
+std::optional<std::int64_t> RunMonitor::events_held(unsigned pid, int ordinal) const {
+  if (ordinal < 0 || ordinal >= run::kMaxDevices) return std::nullopt;
   for (const run::ProcessSlot& slot : counters_->processes) {
     if (slot.pid.load(std::memory_order_acquire) == static_cast<std::int32_t>(pid))
       return slot.held[ordinal].load(std::memory_order_relaxed);
   }
-  return 0;
+  return std::nullopt;
 }
 
 void RunMonitor::sample() {
@@ -166,7 +168,7 @@ void RunMonitor::sample() {
     std::int64_t tree_sum = 0;
     std::int64_t escaped_sum = 0;  // of the processes not counted exactly
     std::int64_t context_sum = 0;  // of those counted exactly, beyond their events
-    // What the events held before NVML was read and after: a free in between must not pass
+    // What the events held before NVML was read and after: an event in between must not pass
     // for context memory.
     std::unordered_map<unsigned, std::int64_t> held_before;
     if (counters_ != nullptr && ordinal >= 0 && ordinal < run::kMaxDevices) {
@@ -184,9 +186,14 @@ void RunMonitor::sample() {
         escaped_sum += bytes;
       } else {
         const auto before = held_before.find(process.pid);
-        const std::int64_t held = std::max(before == held_before.end() ? 0 : before->second,
-                                           events_held(process.pid, ordinal));
-        context_sum += std::max<std::int64_t>(0, bytes - held);
+        const std::optional<std::int64_t> after = events_held(process.pid, ordinal);
+        const std::uint64_t key = std::uint64_t{process.pid} * run::kMaxDevices + ordinal;
+        // Only a reading no event overlapped tells the context apart from the events; the
+        // last such estimate stands in for the others.
+        if (before != held_before.end() && after && before->second == *after)
+          contexts_[key] = std::max<std::int64_t>(0, bytes - *after);
+        if (const auto known = contexts_.find(key); after && known != contexts_.end())
+          context_sum += known->second;
       }
       if (keep_timeline_)
         timeline_.push_back({time_s, ordinal, Series::process, process.pid, bytes});

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -94,7 +95,7 @@ class RunMonitor {
   void give_back_dead_processes();
   void read_attachments();
   bool counted_exactly(unsigned pid) const;
-  std::int64_t events_held(unsigned pid, int ordinal) const;
+  std::optional<std::int64_t> events_held(unsigned pid, int ordinal) const;
   double now_s() const;
 
   std::vector<DeviceTrack> devices_;
@@ -112,6 +113,8 @@ class RunMonitor {
   std::vector<ProcessPeak> process_peaks_;
   std::unordered_map<unsigned, Attachment> attachments_;
   std::int32_t records_read_ = 0;
+  // Per process and device (pid * kMaxDevices + ordinal): NVML's figure beyond the events.
+  std::unordered_map<std::uint64_t, std::int64_t> contexts_;
 };
 
 }  // namespace gpumem::cli
