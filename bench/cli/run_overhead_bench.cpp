@@ -1,7 +1,8 @@
 // What `gpumem run` costs an allocation-heavy program: the same simulated workload run bare and
 // under `gpumem run` (exact and sampled), alternating in one process so both see the same
 // machine. The `ratio` counter is wrapped time / bare time (targets: sampled <= 1.05, exact
-// <= 1.2).
+// <= 1.05). RunStartup gives the fixed cost `gpumem run` adds to each CUDA process of a job
+// (`per_process_ms`, target <= 2 ms): ten short processes against one, wrapped against bare.
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -64,6 +65,44 @@ void RunOverhead(benchmark::State& state, const char* mode) {
   state.counters["ratio"] = wrapped_total / bare_total;
 }
 
+// Ten processes that only start CUDA and make one allocation, and one such process: the
+// difference of the wrapped and bare differences, over nine, is what each extra process pays.
+void RunStartup(benchmark::State& state, const char* mode) {
+  gpumem::testing::SimGpu gpu;
+  const std::string tool = gpumem::testing::sim_path("gpumem-sim");
+  auto job = [&](int processes) {
+    return std::vector<std::string>{
+        "/bin/sh",
+        "-c",
+        "i=0; while [ $i -lt $2 ]; do \"$0\" workload \"$1\"; i=$((i+1)); done",
+        tool,
+        "alloc a 1MiB; free a",
+        std::to_string(processes)};
+  };
+  auto wrap = [&](std::vector<std::string> argv) {
+    argv.insert(argv.begin(), {GPUMEM_CLI_PATH, "run", "--mode", mode, "--"});
+    return argv;
+  };
+  run_seconds(job(1));
+  double extra_ten = 0, extra_one = 0;
+  for (auto _ : state) {
+    const double bare_ten = run_seconds(job(10));
+    const double wrapped_ten = run_seconds(wrap(job(10)));
+    const double bare_one = run_seconds(job(1));
+    const double wrapped_one = run_seconds(wrap(job(1)));
+    extra_ten += wrapped_ten - bare_ten;
+    extra_one += wrapped_one - bare_one;
+    state.SetIterationTime(wrapped_ten);
+  }
+  const auto runs = static_cast<double>(state.iterations());
+  state.counters["run_fixed_ms"] = (extra_one - (extra_ten - extra_one) / 9) / runs * 1e3;
+  state.counters["per_process_ms"] = (extra_ten - extra_one) / 9 / runs * 1e3;
+}
+
+BENCHMARK_CAPTURE(RunStartup, exact, "exact")
+    ->UseManualTime()
+    ->Iterations(20)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(RunOverhead, sampled, "sampled")
     ->UseManualTime()
     ->Iterations(20)

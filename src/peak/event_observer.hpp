@@ -16,4 +16,11 @@ namespace gpumem::detail {
 using EventObserver = void (*)(void* ctx, int device, std::int64_t delta_bytes);
 void set_event_observer(EventObserver fn, void* ctx) noexcept;
 
+// Whether the exact source asks NVML for this process's own figure to reconcile the footprint
+// (the context, modules, the driver's rounding). On by default. The `gpumem run` injection
+// library turns it off before it subscribes: NVML's start-up would cost every CUDA process of a
+// job tens of milliseconds inside cuInit, and the monitor, which samples NVML per process
+// anyway, covers the context instead (a run's peak is never below NVML's per-process figure).
+void set_footprint_reconciliation(bool enabled) noexcept;
+
 }  // namespace gpumem::detail

@@ -144,6 +144,7 @@ void vmm_created(const CUpti_CallbackData& call, const cuMemCreate_params& param
 }
 
 void reconcile_all() noexcept {
+  if (!footprint::reconciling()) return;  // counting the devices would start NVML
   const int devices = std::min(device_count(), kMaxDevices);
   for (int device = 0; device < devices; ++device) footprint::reconcile(device);
 }

@@ -11,6 +11,7 @@
 #include "gpumem/device.hpp"
 #include "gpumem/peak.hpp"
 #include "peak/channels.hpp"
+#include "peak/event_observer.hpp"
 #include "peak/exact_callbacks.hpp"
 
 namespace gpumem::peak::footprint {
@@ -135,6 +136,8 @@ std::optional<std::uint64_t> own_usage(int device, bool listed_before) noexcept 
   return std::nullopt;
 }
 
+std::atomic<bool> g_reconciliation{true};
+
 }  // namespace
 
 void pool_used(CUmemoryPool pool, int device) noexcept {
@@ -191,8 +194,12 @@ void synchronized() noexcept {
   refresh_graphs(-1);
 }
 
+bool reconciling() noexcept {
+  return g_reconciliation.load(std::memory_order_relaxed);
+}
+
 bool reconcile(int device) noexcept {
-  if (!valid(device)) return false;
+  if (!valid(device) || !g_reconciliation.load(std::memory_order_relaxed)) return false;
   State& s = state();
   bool listed_before = false;
   {
@@ -254,3 +261,11 @@ void clear() noexcept {
 }
 
 }  // namespace gpumem::peak::footprint
+
+namespace gpumem::detail {
+
+void set_footprint_reconciliation(bool enabled) noexcept {
+  peak::footprint::g_reconciliation.store(enabled, std::memory_order_relaxed);
+}
+
+}  // namespace gpumem::detail

@@ -28,6 +28,8 @@ void synchronized() noexcept;
 // modules, rounding) and down to what the events account for when NVML reports less. false when
 // NVML gives no per-process figure for this process (then the context is not covered).
 bool reconcile(int device) noexcept;
+// Whether reconcile() asks NVML at all (detail::set_footprint_reconciliation).
+bool reconciling() noexcept;
 
 // Brings everything the driver can report into the level before a counter starts or reads.
 void refresh_for_reading(int device) noexcept;

@@ -6,23 +6,66 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+
+#include "process_tree.hpp"
 
 namespace gpumem::cli {
 namespace {
 
-constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+// Every signal whose default would end gpumem and that a job's owner sends to ask something of
+// the job (stop, reload, dump, checkpoint): all but those the kernel raises for a fault, those
+// that stop or continue (the terminal's job control reaches the child directly), and SIGCHLD.
+std::vector<int> forwarded_signals() {
+  std::vector<int> signals = {SIGHUP,  SIGINT,    SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
+                              SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ, SIGWINCH};
+  for (int signal = SIGRTMIN; signal <= SIGRTMAX; ++signal) signals.push_back(signal);
+  return signals;
+}
 
 std::atomic<pid_t> g_child{0};
+std::atomic<int> g_pending{0};  // a signal that came after the command exited
 
 void forward(int signal, siginfo_t* info, void*) {
   // A terminal signals the whole foreground process group, the child included; only a signal
   // sent to gpumem alone (kill, a job scheduler) needs passing on.
   if (info != nullptr && info->si_code == SI_KERNEL) return;
   const pid_t child = g_child.load();
-  if (child > 0) ::kill(child, signal);
+  if (child > 0) {
+    ::kill(child, signal);
+  } else {
+    g_pending.store(signal);  // for the descendants still running, if gpumem waits for them
+  }
+}
+
+bool ignored(int signal) {
+  struct sigaction previous {};
+  ::sigaction(signal, nullptr, &previous);
+  return (previous.sa_flags & SA_SIGINFO) == 0 && previous.sa_handler == SIG_IGN;
+}
+
+// gpumem's own children: the command, or descendants it adopted as their subreaper.
+std::vector<int> children_of_gpumem() {
+  std::vector<int> children;
+  const int self = static_cast<int>(::getpid());
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return children;
+  while (const dirent* entry = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    if (parent_of(static_cast<int>(pid)) == self) children.push_back(static_cast<int>(pid));
+  }
+  ::closedir(proc);
+  std::sort(children.begin(), children.end());
+  return children;
 }
 
 }  // namespace
@@ -30,7 +73,7 @@ void forward(int signal, siginfo_t* info, void*) {
 sigset_t forwarded_set() {
   sigset_t set;
   sigemptyset(&set);
-  for (int signal : kForwarded) sigaddset(&set, signal);
+  for (int signal : forwarded_signals()) sigaddset(&set, signal);
   return set;
 }
 
@@ -47,17 +90,22 @@ ChildProcess::ChildProcess() {
   action.sa_sigaction = forward;
   action.sa_flags = SA_SIGINFO;  // no SA_RESTART: waitpid returns and is retried
   sigemptyset(&action.sa_mask);
-  for (int signal : kForwarded) {
-    struct sigaction previous {};
-    ::sigaction(signal, nullptr, &previous);
+  for (int signal : forwarded_signals()) {
     // A signal ignored when gpumem started (nohup, `cmd &`) stays ignored, for the child too.
-    if (previous.sa_handler != SIG_IGN) ::sigaction(signal, &action, nullptr);
+    if (!ignored(signal)) ::sigaction(signal, &action, nullptr);
+  }
+  // A closed stderr must not kill gpumem (and orphan the command) as it prints the summary; the
+  // command gets SIGPIPE's default back unless gpumem itself was started with it ignored.
+  if (!ignored(SIGPIPE)) {
+    ::signal(SIGPIPE, SIG_IGN);
+    restore_pipe_ = true;
   }
 }
 
 ChildProcess::~ChildProcess() {
   g_child.store(0);
-  for (int signal : kForwarded) {
+  if (restore_pipe_) ::signal(SIGPIPE, SIG_DFL);
+  for (int signal : forwarded_signals()) {
     struct sigaction previous {};
     ::sigaction(signal, nullptr, &previous);
     if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction == forward) {
@@ -83,7 +131,11 @@ bool ChildProcess::start(const std::vector<std::string>& argv,
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
   posix_spawnattr_setsigmask(&attributes, &original);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  if (restore_pipe_) sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
   const int failure = ::posix_spawnp(&pid, args[0], nullptr, &attributes, args.data(), env.data());
   posix_spawnattr_destroy(&attributes);
@@ -126,6 +178,24 @@ ChildExit ChildProcess::wait() {
   }
   g_child.store(0);
   return result;
+}
+
+std::vector<int> ChildProcess::wait_for_descendants(double bound_s) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::nanoseconds(static_cast<std::int64_t>(bound_s * 1e9));
+  for (;;) {
+    int status = 0;
+    pid_t reaped = 0;
+    while ((reaped = ::waitpid(-1, &status, WNOHANG)) > 0) {
+    }
+    if (reaped < 0 && errno == ECHILD) return {};  // every descendant has exited
+    if (const int signal = g_pending.exchange(0); signal != 0) {
+      for (int pid : children_of_gpumem()) ::kill(pid, signal);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    ::usleep(5000);
+  }
+  return children_of_gpumem();
 }
 
 }  // namespace gpumem::cli

@@ -30,15 +30,20 @@ class ChildProcess {
   int pid() const { return pid_; }
   // Waits for the command (reaping adopted orphans on the way).
   ChildExit wait();
+  // After the command exited: waits up to `bound_s` for the descendants gpumem adopted (a
+  // signal sent to gpumem meanwhile is passed on to them); the pids of those still running.
+  std::vector<int> wait_for_descendants(double bound_s);
 
  private:
   int pid_ = -1;
+  bool restore_pipe_ = false;
 };
 
 // "SIGTERM" for 15.
 std::string signal_name(int signal);
 
-// The signals passed on to the command (SIGINT, SIGTERM, SIGHUP, SIGQUIT).
+// The signals passed on to the command: every one a job's owner sends to ask something of it
+// (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, ..., the real-time signals).
 sigset_t forwarded_set();
 
 }  // namespace gpumem::cli

@@ -27,7 +27,7 @@ void drop_run_separator(const CLI::App& run, std::vector<std::string>& arguments
     const bool value_attached =
         at->find('=') != std::string::npos || (at->size() > 2 && (*at)[1] != '-');
     const CLI::Option* option = run.get_option_no_throw(*at);
-    if (!value_attached && option != nullptr && option->get_type_size() != 0) {
+    if (!value_attached && option != nullptr && option->get_items_expected_max() != 0) {
       if (++at == arguments.end()) return;  // the value is missing: CLI11 says so
     }
   }

@@ -1,4 +1,7 @@
 // `gpumem run [options] -- COMMAND ARGS...`: /usr/bin/time for GPU memory.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -8,6 +11,8 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <string_view>
+#include <unordered_set>
 
 #include "child_process.hpp"
 #include "commands.hpp"
@@ -31,6 +36,8 @@ struct RunOptions {
   double interval_s = 0.01;
   std::vector<int> devices;
   Mode mode = Mode::automatic;
+  double wait_descendants_s = 60;
+  bool no_wait_descendants = false;
   std::vector<std::string> command;
 };
 
@@ -43,13 +50,41 @@ std::string env_or_empty(const char* name) {
   return value == nullptr ? std::string() : std::string(value);
 }
 
+std::string temporary_folder() {
+  const char* folder = std::getenv("TMPDIR");
+  return folder != nullptr && *folder ? folder : "/tmp";
+}
+
+// Removes the counters files that runs killed before they could remove their own (SIGKILL, a
+// power cut) left: named gpumem-run-PID-*, ours (same user), and PID no longer runs.
+void remove_stale_counters_files(const std::string& folder) {
+  DIR* directory = ::opendir(folder.c_str());
+  if (directory == nullptr) return;
+  constexpr std::string_view prefix = "gpumem-run-";
+  while (const dirent* entry = ::readdir(directory)) {
+    const std::string_view name = entry->d_name;
+    if (name.substr(0, prefix.size()) != prefix) continue;
+    const std::string rest(name.substr(prefix.size()));
+    char* end = nullptr;
+    const long pid = std::strtol(rest.c_str(), &end, 10);
+    if (pid <= 0 || end == nullptr || *end != '-') continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // still running
+    const std::string path = folder + "/" + std::string(name);
+    struct stat info {};
+    if (::lstat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_uid != ::getuid())
+      continue;
+    ::unlink(path.c_str());
+  }
+  ::closedir(directory);
+}
+
 // The shared counters file: created private, removed when the run ends.
 class CountersFile {
  public:
   bool create(std::string* error) {
-    const char* folder = std::getenv("TMPDIR");
-    std::string pattern =
-        std::string(folder != nullptr && *folder ? folder : "/tmp") + "/gpumem-run-XXXXXX";
+    const std::string folder = temporary_folder();
+    remove_stale_counters_files(folder);
+    std::string pattern = folder + "/gpumem-run-" + std::to_string(::getpid()) + "-XXXXXX";
     std::vector<char> name(pattern.begin(), pattern.end());
     name.push_back('\0');
     const int fd = ::mkstemp(name.data());
@@ -91,6 +126,67 @@ std::vector<std::string> child_environment(const std::string& inject, const std:
     environment.push_back(std::string(run::kCountersVariable) + "=" + counters);
   }
   return environment;
+}
+
+// Which of the command's GPU processes were counted exactly, which escaped and why, and so the
+// run's mode: exact only when every one was.
+void judge_processes(const run::RunCounters* counters, const RunMonitor& monitor,
+                     RunResult& result) {
+  const auto& attachments = monitor.attachments();
+  std::unordered_set<unsigned> escaped;
+  std::string first_reason;
+  for (const ProcessPeak& peak : monitor.process_peaks()) {
+    ProcessReport report{peak, false, {}};
+    const auto found = attachments.find(peak.pid);
+    if (counters == nullptr) {
+      report.reason = result.fallback_reason.empty() ? "sampled mode" : result.fallback_reason;
+    } else if (found == attachments.end()) {
+      report.reason = "did not load the injection library";
+    } else if (found->second.exact) {
+      report.exact = true;
+    } else {
+      report.reason = found->second.reason;
+    }
+    if (!report.exact && counters != nullptr) {
+      escaped.insert(peak.pid);
+      if (first_reason.empty())
+        first_reason = "process " + std::to_string(peak.pid) +
+                       (peak.name.empty() ? "" : " (" + peak.name + ")") + ": " + report.reason;
+    }
+    result.processes.push_back(std::move(report));
+  }
+  if (counters == nullptr) return;  // sampled, with the reason already given
+  for (const auto& [pid, attachment] : attachments) {
+    if (attachment.exact) {
+      ++result.exact_processes;
+    } else if (escaped.insert(pid).second && first_reason.empty()) {
+      first_reason = "process " + std::to_string(pid) + ": " + attachment.reason;
+    }
+  }
+  if (counters->record_count.load() > run::kMaxRecords && first_reason.empty()) {
+    escaped.insert(0);
+    first_reason = "too many CUDA processes to record";
+  }
+  result.escaped_processes = static_cast<int>(escaped.size());
+  result.fallback_reason = first_reason;
+  result.measured = escaped.empty()              ? Measured::exact
+                    : result.exact_processes > 0 ? Measured::mixed
+                                                 : Measured::sampled;
+}
+
+bool write_reports(const RunOptions& options, const RunResult& result, const RunMonitor& monitor) {
+  bool written = true;
+  auto write = [&](const std::string& path, const std::string& content) {
+    std::string error;
+    if (!path.empty() && !write_atomically(path, content, &error)) {
+      fail(error);
+      written = false;
+    }
+  };
+  write(options.json_path, summary_json(result).dump(2) + "\n");
+  write(options.timeline_path, timeline_csv(monitor.timeline()));
+  write(options.plot_path, svg_plot(result, monitor.timeline()));
+  return written;
 }
 
 int run_command(const RunOptions& options) {
@@ -159,47 +255,29 @@ int run_command(const RunOptions& options) {
   }
   monitor.start(child.pid(), options.interval_s);
   result.exit = child.wait();
+  if (!options.no_wait_descendants) {
+    // Orphans the command left running are still its work: gpumem adopted them.
+    result.descendants_wait_s = options.wait_descendants_s;
+    result.descendants_running = child.wait_for_descendants(options.wait_descendants_s);
+  }
   monitor.stop();
 
   result.elapsed_s = monitor.elapsed_s();
   result.samples = monitor.samples();
   result.devices = monitor.devices();
-  result.processes = monitor.process_peaks();
-  if (const run::RunCounters* counters = inject.empty() ? nullptr : counters_file.counters()) {
-    result.exact_processes = counters->processes_exact.load();
-    const int fallbacks = counters->processes_fallback.load();
-    if (fallbacks > 0) {
-      result.fallback_reason =
-          std::string(counters->fallback_reason,
-                      strnlen(counters->fallback_reason, sizeof counters->fallback_reason));
-    } else if (counters->slots_exhausted.load() > 0) {
-      result.fallback_reason = "too many CUDA processes to count";
-    } else if (counters->processes_attached.load() == 0 &&
-               std::any_of(result.devices.begin(), result.devices.end(),
-                           [](const DeviceTrack& device) { return device.tree_peak > 0; })) {
-      // It used a GPU, yet no process loaded the driver that honours CUDA_INJECTION64_PATH.
-      result.fallback_reason = "the command's processes did not load the injection library";
-    } else {
-      result.exact = true;
-    }
-  }
-  if (options.mode == Mode::exact && !result.exact) {
-    std::cerr << "gpumem run: --mode exact: the exact source did not measure every process ("
-              << result.fallback_reason << "); reporting sampled numbers\n";
+  judge_processes(inject.empty() ? nullptr : counters_file.counters(), monitor, result);
+  if (options.mode == Mode::exact && result.measured != Measured::exact) {
+    std::cerr << summary_text(result);
+    fail("--mode exact: " + std::to_string(result.escaped_processes) + " process" +
+         (result.escaped_processes == 1 ? "" : "es") + " escaped exact counting (" +
+         result.fallback_reason + "); the command's own status was " +
+         std::to_string(result.exit.exit_code));
+    write_reports(options, result, monitor);
+    return 2;
   }
 
   std::cerr << summary_text(result);
-  bool written = true;
-  auto write = [&](const std::string& path, const std::string& content) {
-    std::string error;
-    if (!path.empty() && !write_atomically(path, content, &error)) {
-      fail(error);
-      written = false;
-    }
-  };
-  write(options.json_path, summary_json(result).dump(2) + "\n");
-  write(options.timeline_path, timeline_csv(monitor.timeline()));
-  write(options.plot_path, svg_plot(result, monitor.timeline()));
+  const bool written = write_reports(options, result, monitor);
   // The command's status is the answer; a report that could not be written turns success into 1.
   return (!written && result.exit.exit_code == 0) ? 1 : result.exit.exit_code;
 }
@@ -224,6 +302,12 @@ void add_run_command(CLI::App& app, int& exit_code) {
       {"auto", Mode::automatic}, {"exact", Mode::exact}, {"sampled", Mode::sampled}};
   run->add_option("-m,--mode", options->mode, "exact, sampled or auto (default: auto)")
       ->transform(CLI::CheckedTransformer(modes, CLI::ignore_case));
+  run->add_option("--wait-descendants", options->wait_descendants_s,
+                  "After the command exits, wait this many seconds for the processes it left "
+                  "running (default 60)")
+      ->check(CLI::Range(0.0, 1e6));
+  run->add_flag("--no-wait-descendants", options->no_wait_descendants,
+                "Stop when the command exits, whatever it left running");
   // Everything from the command's name on belongs to the command, flags included.
   run->prefix_command();
   run->callback([options, run, &exit_code] {

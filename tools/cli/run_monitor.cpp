@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <optional>
 
 #include "child_process.hpp"
 #include "snapshot.hpp"
@@ -113,9 +115,47 @@ void RunMonitor::give_back_dead_processes() {
   }
 }
 
+// Records are appended once each; a record still being written is read at the next sample.
+void RunMonitor::read_attachments() {
+  const std::int32_t count =
+      std::min(counters_->record_count.load(std::memory_order_acquire), run::kMaxRecords);
+  while (records_read_ < count) {
+    const run::AttachRecord& record = counters_->records[records_read_];
+    const std::int32_t state = record.state.load(std::memory_order_acquire);
+    if (state == 0) break;
+    Attachment& attachment = attachments_[static_cast<unsigned>(record.pid.load())];
+    // A process counted exactly once (before an exec, or after) stays so: its events counted.
+    if (state == run::kAttachedExact) {
+      attachment = {true, {}};
+    } else if (!attachment.exact) {
+      attachment.reason = std::string(record.reason, strnlen(record.reason, sizeof record.reason));
+    }
+    ++records_read_;
+  }
+}
+
+bool RunMonitor::counted_exactly(unsigned pid) const {
+  const auto found = attachments_.find(pid);
+  return found != attachments_.end() && found->second.exact;
+}
+
+// What a process's events hold on a device now; nullopt once it gave its slot back (it is
+// exiting: what NVML still shows for it is no longer beyond its events).
+std::optional<std::int64_t> RunMonitor::events_held(unsigned pid, int ordinal) const {
+  if (ordinal < 0 || ordinal >= run::kMaxDevices) return std::nullopt;
+  for (const run::ProcessSlot& slot : counters_->processes) {
+    if (slot.pid.load(std::memory_order_acquire) == static_cast<std::int32_t>(pid))
+      return slot.held[ordinal].load(std::memory_order_relaxed);
+  }
+  return std::nullopt;
+}
+
 void RunMonitor::sample() {
   ++samples_;
-  if (counters_ != nullptr) give_back_dead_processes();
+  if (counters_ != nullptr) {
+    read_attachments();
+    give_back_dead_processes();
+  }
   const double time_s = now_s();
   for (DeviceTrack& track : devices_) {
     const int ordinal = track.info.ordinal;
@@ -126,10 +166,35 @@ void RunMonitor::sample() {
         timeline_.push_back({time_s, ordinal, Series::device, 0, track.device_end});
     }
     std::int64_t tree_sum = 0;
+    std::int64_t escaped_sum = 0;  // of the processes not counted exactly
+    std::int64_t context_sum = 0;  // of those counted exactly, beyond their events
+    // What the events held before NVML was read and after: an event in between must not pass
+    // for context memory.
+    std::unordered_map<unsigned, std::int64_t> held_before;
+    if (counters_ != nullptr && ordinal >= 0 && ordinal < run::kMaxDevices) {
+      for (const run::ProcessSlot& slot : counters_->processes) {
+        if (const std::int32_t pid = slot.pid.load(std::memory_order_acquire); pid != 0)
+          held_before[static_cast<unsigned>(pid)] = slot.held[ordinal].load();
+      }
+    }
     for (const ProcessMemory& process : device_processes(ordinal)) {
       if (!process.used_bytes || !tree_->contains(static_cast<int>(process.pid))) continue;
       const auto bytes = static_cast<std::int64_t>(*process.used_bytes);
       tree_sum += bytes;
+      if (counters_ == nullptr) {
+      } else if (!counted_exactly(process.pid)) {
+        escaped_sum += bytes;
+      } else {
+        const auto before = held_before.find(process.pid);
+        const std::optional<std::int64_t> after = events_held(process.pid, ordinal);
+        const std::uint64_t key = std::uint64_t{process.pid} * run::kMaxDevices + ordinal;
+        // Only a reading no event overlapped tells the context apart from the events; the
+        // last such estimate stands in for the others.
+        if (before != held_before.end() && after && before->second == *after)
+          contexts_[key] = std::max<std::int64_t>(0, bytes - *after);
+        if (const auto known = contexts_.find(key); after && known != contexts_.end())
+          context_sum += known->second;
+      }
       if (keep_timeline_)
         timeline_.push_back({time_s, ordinal, Series::process, process.pid, bytes});
       auto known = std::find_if(process_peaks_.begin(), process_peaks_.end(), [&](const auto& p) {
@@ -150,7 +215,8 @@ void RunMonitor::sample() {
       const run::DeviceCounters& exact = counters_->devices[ordinal];
       const std::int64_t peak = exact.peak.load(std::memory_order_relaxed);
       const std::int64_t current = exact.current.load(std::memory_order_relaxed);
-      if (peak > track.exact_peak) {
+      const bool rose = peak > track.exact_peak;
+      if (rose) {
         // The peak happened between two samples; the timeline shows it where it happened.
         const double peak_time_s = std::clamp(
             static_cast<double>(exact.peak_time_ns.load() - start_ns_) / 1e9, 0.0, time_s);
@@ -161,6 +227,20 @@ void RunMonitor::sample() {
         }
       }
       if (keep_timeline_) timeline_.push_back({time_s, ordinal, Series::exact, 0, current});
+      track.context_bytes = std::max(track.context_bytes, context_sum);
+      // The events' peak since the last sample, on top of the contexts held now.
+      if (rose && peak + context_sum > track.footprint_peak) {
+        track.footprint_peak = peak + context_sum;
+        track.footprint_peak_time_s = track.exact_peak_time_s;
+      }
+      if (current + context_sum > track.footprint_peak) {
+        track.footprint_peak = current + context_sum;
+        track.footprint_peak_time_s = time_s;
+      }
+      if (current + context_sum + escaped_sum > track.mixed_peak) {
+        track.mixed_peak = current + context_sum + escaped_sum;
+        track.mixed_peak_time_s = time_s;
+      }
     }
   }
 }

@@ -7,8 +7,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "gpumem/device.hpp"
@@ -37,8 +39,25 @@ struct DeviceTrack {
   std::int64_t device_end = 0;
   std::int64_t tree_peak = 0;  // the highest sum of the tree's per-process usage
   double tree_peak_time_s = 0;
-  std::int64_t exact_peak = 0;  // from the shared counters
+  std::int64_t exact_peak = 0;  // the events' peak, from the shared counters
   double exact_peak_time_s = 0;
+  // What NVML shows the exactly counted processes holding beyond their events (contexts,
+  // modules, rounding), at most: the measured processes make no NVML call, so the monitor
+  // reconciles the footprint for them.
+  std::int64_t context_bytes = 0;
+  // The highest exact level plus `context_bytes`: the process footprint, exactly counted.
+  std::int64_t footprint_peak = 0;
+  double footprint_peak_time_s = 0;
+  // The highest sum, at a sample, of the exact level and the sampled usage of the tree's
+  // processes that were not counted exactly (a mixed run).
+  std::int64_t mixed_peak = 0;
+  double mixed_peak_time_s = 0;
+};
+
+// How a process that loaded the injection library is measured.
+struct Attachment {
+  bool exact = false;
+  std::string reason;  // why not, when not exact
 };
 
 struct ProcessPeak {
@@ -67,11 +86,16 @@ class RunMonitor {
   const std::vector<DeviceTrack>& devices() const { return devices_; }
   const std::vector<TimelineRow>& timeline() const { return timeline_; }
   std::vector<ProcessPeak> process_peaks() const { return process_peaks_; }
+  // The processes that loaded the injection library, by pid (read at each sample).
+  const std::unordered_map<unsigned, Attachment>& attachments() const { return attachments_; }
 
  private:
   void loop(double interval_s);
   void sample();
   void give_back_dead_processes();
+  void read_attachments();
+  bool counted_exactly(unsigned pid) const;
+  std::optional<std::int64_t> events_held(unsigned pid, int ordinal) const;
   double now_s() const;
 
   std::vector<DeviceTrack> devices_;
@@ -87,6 +111,10 @@ class RunMonitor {
   std::size_t samples_ = 0;
   std::vector<TimelineRow> timeline_;
   std::vector<ProcessPeak> process_peaks_;
+  std::unordered_map<unsigned, Attachment> attachments_;
+  std::int32_t records_read_ = 0;
+  // Per process and device (pid * kMaxDevices + ordinal): NVML's figure beyond the events.
+  std::unordered_map<std::uint64_t, std::int64_t> contexts_;
 };
 
 }  // namespace gpumem::cli

@@ -29,17 +29,49 @@ std::string command_line(const std::vector<std::string>& command) {
   return line.size() > 60 ? line.substr(0, 57) + "..." : line;
 }
 
+std::string plural(int count, const char* one, const char* many) {
+  return std::to_string(count) + " " + (count == 1 ? one : many);
+}
+
 }  // namespace
+
+const char* to_string(Measured measured) {
+  switch (measured) {
+    case Measured::exact:
+      return "exact";
+    case Measured::mixed:
+      return "mixed";
+    case Measured::sampled:
+      return "sampled";
+  }
+  return "?";
+}
 
 // The process footprint: exactly, the events' peak, but never below what NVML showed the
 // command's processes holding at any sample (contexts and modules, which no event shows).
+// In a mixed run, also never below the exact level plus what the escaped processes held.
 std::int64_t command_peak(const RunResult& result, const DeviceTrack& device) {
-  return result.exact ? std::max(device.exact_peak, device.tree_peak) : device.tree_peak;
+  switch (result.measured) {
+    case Measured::exact:
+      return std::max({device.footprint_peak, device.exact_peak, device.tree_peak});
+    case Measured::mixed:
+      return std::max(
+          {device.footprint_peak, device.exact_peak, device.tree_peak, device.mixed_peak});
+    case Measured::sampled:
+      break;
+  }
+  return device.tree_peak;
 }
 
 double command_peak_time(const RunResult& result, const DeviceTrack& device) {
-  return result.exact && device.exact_peak >= device.tree_peak ? device.exact_peak_time_s
-                                                               : device.tree_peak_time_s;
+  const std::int64_t peak = command_peak(result, device);
+  if (result.measured != Measured::sampled && device.footprint_peak == peak && peak > 0)
+    return device.footprint_peak_time_s;
+  if (result.measured != Measured::sampled && device.exact_peak == peak && peak > 0)
+    return device.exact_peak_time_s;
+  if (result.measured == Measured::mixed && device.mixed_peak == peak && peak > device.tree_peak)
+    return device.mixed_peak_time_s;
+  return device.tree_peak_time_s;
 }
 
 std::string summary_text(const RunResult& result) {
@@ -47,12 +79,17 @@ std::string summary_text(const RunResult& result) {
   out += result.exit.signal != 0 ? "killed by " + signal_name(result.exit.signal)
                                  : "exit status " + std::to_string(result.exit.exit_code);
   out += ", ran " + format_seconds(result.elapsed_s) + "\n";
-  if (result.exact && result.exact_processes == 0) {
+  const bool exact = result.measured == Measured::exact;
+  if (exact && result.exact_processes == 0) {
     out += "gpumem: measured exactly: no process of the command used CUDA\n";
-  } else if (result.exact) {
+  } else if (exact) {
     out += "gpumem: measured exactly (CUDA memory events of " +
-           std::to_string(result.exact_processes) + " process" +
-           (result.exact_processes == 1 ? "" : "es") + ")\n";
+           plural(result.exact_processes, "process", "processes") + ")\n";
+  } else if (result.measured == Measured::mixed) {
+    out += "gpumem: mixed: " + plural(result.exact_processes, "process", "processes") +
+           " measured exactly, " + plural(result.escaped_processes, "process", "processes") +
+           " sampled every " + format_seconds(result.interval_s) + " (" + result.fallback_reason +
+           ")\n";
   } else {
     out += "gpumem: sampled every " + format_seconds(result.interval_s) +
            " (spikes shorter than that can be missed)";
@@ -62,13 +99,30 @@ std::string summary_text(const RunResult& result) {
   for (const DeviceTrack& device : result.devices) {
     out += "gpumem: GPU " + std::to_string(device.info.ordinal) + " (" + device.info.name +
            "): peak " + format_bytes(command_peak(result, device)) + " process footprint";
-    out += result.exact ? " (CUDA events " + format_bytes(device.exact_peak) +
-                              ", NVML's per-process figures " + format_bytes(device.tree_peak) + ")"
-                        : " (NVML's per-process figures, sampled)";
+    if (exact) {
+      out += " (CUDA events " + format_bytes(device.exact_peak) + ", with contexts " +
+             format_bytes(device.footprint_peak) + ", NVML's per-process figures " +
+             format_bytes(device.tree_peak) + ")";
+    } else if (result.measured == Measured::mixed) {
+      out += " (CUDA events " + format_bytes(device.exact_peak) + ", with the sampled processes " +
+             format_bytes(device.mixed_peak) + ", NVML's per-process figures " +
+             format_bytes(device.tree_peak) + ")";
+    } else {
+      out += " (NVML's per-process figures, sampled)";
+    }
     out += "; device used peak " + format_bytes(device.device_peak) + " (from " +
            format_bytes(device.device_start) + ")\n";
   }
   if (result.devices.empty()) out += "gpumem: no GPU was measured\n";
+  if (!result.descendants_running.empty()) {
+    out +=
+        "gpumem: " +
+        plural(static_cast<int>(result.descendants_running.size()), "descendant", "descendants") +
+        " of the command still running after " + format_seconds(result.descendants_wait_s) +
+        ", not measured further (pid";
+    for (int pid : result.descendants_running) out += " " + std::to_string(pid);
+    out += ")\n";
+  }
   return out;
 }
 
@@ -84,20 +138,27 @@ nlohmann::ordered_json summary_json(const RunResult& result) {
         {"quantity", "process_footprint"},
         {"peak_bytes", command_peak(result, device)},
         {"peak_time_s", command_peak_time(result, device)},
-        {"exact_peak_bytes",
-         result.exact ? nlohmann::ordered_json(device.exact_peak) : nlohmann::ordered_json()},
+        {"exact_peak_bytes", result.measured != Measured::sampled
+                                 ? nlohmann::ordered_json(device.exact_peak)
+                                 : nlohmann::ordered_json()},
         {"sampled_peak_bytes", device.tree_peak},
+        {"context_bytes", result.measured != Measured::sampled
+                              ? nlohmann::ordered_json(device.context_bytes)
+                              : nlohmann::ordered_json()},
         {"device_used_start_bytes", device.device_start},
         {"device_used_peak_bytes", device.device_peak},
         {"device_used_end_bytes", device.device_end},
     });
   }
   nlohmann::ordered_json processes = nlohmann::ordered_json::array();
-  for (const ProcessPeak& process : result.processes) {
-    processes.push_back({{"pid", process.pid},
-                         {"name", process.name},
-                         {"device", process.device},
-                         {"sampled_peak_bytes", process.peak}});
+  for (const ProcessReport& process : result.processes) {
+    processes.push_back({{"pid", process.peak.pid},
+                         {"name", process.peak.name},
+                         {"device", process.peak.device},
+                         {"mode", process.exact ? "exact" : "sampled"},
+                         {"reason", process.exact ? nlohmann::ordered_json()
+                                                  : nlohmann::ordered_json(process.reason)},
+                         {"sampled_peak_bytes", process.peak.peak}});
   }
   return {
       {"schema", "gpumem.run/1"},
@@ -106,12 +167,14 @@ nlohmann::ordered_json summary_json(const RunResult& result) {
       {"signal", result.exit.signal != 0 ? nlohmann::ordered_json(signal_name(result.exit.signal))
                                          : nlohmann::ordered_json()},
       {"elapsed_s", result.elapsed_s},
-      {"mode", result.exact ? "exact" : "sampled"},
+      {"mode", to_string(result.measured)},
       {"requested_mode", mode_name(result.requested)},
       {"fallback_reason", result.fallback_reason.empty()
                               ? nlohmann::ordered_json()
                               : nlohmann::ordered_json(result.fallback_reason)},
       {"exact_processes", result.exact_processes},
+      {"escaped_processes", result.escaped_processes},
+      {"descendants_running", result.descendants_running},
       {"interval_s", result.interval_s},
       {"samples", result.samples},
       {"devices", devices},

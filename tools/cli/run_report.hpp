@@ -12,23 +12,38 @@
 namespace gpumem::cli {
 
 enum class Mode { automatic, exact, sampled };
+// How the run was measured: every GPU process exactly, some of them, or none.
+enum class Measured { exact, mixed, sampled };
 
+// One GPU process of the command on one device, and how it was measured.
+struct ProcessReport {
+  ProcessPeak peak;
+  bool exact = false;
+  std::string reason;  // why not exact
+};
 struct RunResult {
   std::vector<std::string> command;
   ChildExit exit;
   Mode requested = Mode::automatic;
-  bool exact = false;           // whether the exact counters measured the command
-  std::string fallback_reason;  // why not, when exact was tried or wanted
-  int exact_processes = 0;      // processes that counted their events
+  Measured measured = Measured::sampled;
+  std::string fallback_reason;           // why not every process was exact, when exact was tried
+  int exact_processes = 0;               // processes that counted their events
+  int escaped_processes = 0;             // GPU processes (or attached ones) not counted exactly
+  double descendants_wait_s = 0;         // the bound; 0 when not waited for
+  std::vector<int> descendants_running;  // adopted descendants still running at the bound
   double interval_s = 0;
   double elapsed_s = 0;
   std::size_t samples = 0;
   std::vector<DeviceTrack> devices;
-  std::vector<ProcessPeak> processes;
+  std::vector<ProcessReport> processes;
 };
+
+const char* to_string(Measured measured);
 
 // The command's peak on a device, in the mode that measured it.
 std::int64_t command_peak(const RunResult& result, const DeviceTrack& device);
+// When it happened, in seconds since the command started.
+double command_peak_time(const RunResult& result, const DeviceTrack& device);
 
 std::string summary_text(const RunResult& result);
 nlohmann::ordered_json summary_json(const RunResult& result);

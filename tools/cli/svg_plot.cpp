@@ -116,7 +116,7 @@ std::string svg_plot(const RunResult& result, const std::vector<TimelineRow>& ti
     const double plot_width = kWidth - kLeft - kRight;
     const double plot_height = kPanelHeight - kTop - kBottom;
     const std::int64_t peak = command_peak(result, device);
-    const double peak_time = result.exact ? device.exact_peak_time_s : device.tree_peak_time_s;
+    const double peak_time = command_peak_time(result, device);
 
     const double max_bytes = std::max<double>(
         {double(1 << 20), double(device.device_peak), double(device.tree_peak), double(peak)});
@@ -133,7 +133,7 @@ std::string svg_plot(const RunResult& result, const std::vector<TimelineRow>& ti
     svg += "<text x=\"" + number(kLeft) + "\" y=\"" + number(top - 30) +
            "\" font-size=\"15\" font-weight=\"bold\">GPU " + std::to_string(ordinal) + " · " +
            escape(device.info.name) + " — peak " + escape(format_bytes(peak)) + " (" +
-           (result.exact ? "exact" : "sampled") + ")</text>\n";
+           to_string(result.measured) + ")</text>\n";
     for (double tick : y_ticks) {
       const double ty = y(tick * unit.bytes);
       svg += "<line x1=\"" + number(kLeft) + "\" x2=\"" + number(kLeft + plot_width) + "\" y1=\"" +

@@ -10,9 +10,8 @@
 #include <cstring>
 #include <string>
 
-#include "gpumem/memory.hpp"
-#include "gpumem/peak.hpp"
 #include "peak/event_observer.hpp"
+#include "peak/exact_source.hpp"
 #include "run_counters.hpp"
 
 namespace {
@@ -60,21 +59,9 @@ void release_slot() {
   slot->pid.compare_exchange_strong(pid, 0, std::memory_order_acq_rel);
 }
 
-// A forked child starts with no device memory of its own, and counts under its own pid.
-void after_fork_in_child() {
-  if (g_slot.load(std::memory_order_relaxed) == nullptr) return;
-  ProcessSlot* slot = claim_slot();
-  if (slot == nullptr) {
-    g_slot.store(nullptr, std::memory_order_release);
-    return;
-  }
-  g_counters->processes_attached.fetch_add(1, std::memory_order_relaxed);
-  g_counters->processes_exact.fetch_add(1, std::memory_order_relaxed);
-  g_slot.store(slot, std::memory_order_release);
-}
-
 void report_fallback(const std::string& reason) {
   g_counters->processes_fallback.fetch_add(1, std::memory_order_relaxed);
+  gpumem::run::record_attach(*g_counters, ::getpid(), false, reason);
   std::int32_t unclaimed = 0;
   if (g_counters->reason_claimed.compare_exchange_strong(unclaimed, 1)) {
     const std::string text = "process " + std::to_string(::getpid()) + ": " + reason;
@@ -83,17 +70,27 @@ void report_fallback(const std::string& reason) {
   }
 }
 
-// Holds the CUPTI subscription, which delivers every device's events, for the life of the
-// process (never destroyed: callbacks may still arrive while static destructors run).
-gpumem::PeakCounter* g_subscription = nullptr;
+// A forked child starts with no device memory of its own, and counts under its own pid.
+void after_fork_in_child() {
+  if (g_slot.load(std::memory_order_relaxed) == nullptr) return;
+  ProcessSlot* slot = claim_slot();
+  if (slot == nullptr) {
+    g_slot.store(nullptr, std::memory_order_release);
+    report_fallback("too many CUDA processes to count");
+    return;
+  }
+  g_counters->processes_attached.fetch_add(1, std::memory_order_relaxed);
+  g_counters->processes_exact.fetch_add(1, std::memory_order_relaxed);
+  gpumem::run::record_attach(*g_counters, ::getpid(), true, {});
+  g_slot.store(slot, std::memory_order_release);
+}
 
+// Takes the CUPTI subscription, which delivers every device's events, for the life of the
+// process (never released: callbacks may still arrive while static destructors run). Directly,
+// not through a PeakCounter: that would resolve the device through NVML.
 bool start_exact_source() {
-  g_subscription = new gpumem::PeakCounter(gpumem::current_device, gpumem::Source::exact);
-  if (g_subscription->source() == gpumem::Source::exact) return true;
-  // It fell back to sampling: its sampler thread would poll NVML for nothing until exit.
-  delete g_subscription;
-  g_subscription = nullptr;
-  const std::string why = gpumem::exact_source_status();
+  if (gpumem::peak::acquire_exact()) return true;
+  const std::string why = gpumem::peak::exact_status();
   report_fallback(why.empty() ? "the exact source is unavailable" : why);
   return false;
 }
@@ -121,12 +118,15 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   }
   g_slot.store(slot, std::memory_order_release);
   gpumem::detail::set_event_observer(on_event, nullptr);
+  // No NVML in a measured process: the monitor reconciles contexts from its own samples.
+  gpumem::detail::set_footprint_reconciliation(false);
   if (!start_exact_source()) {
     gpumem::detail::set_event_observer(nullptr, nullptr);
     release_slot();
     return 1;
   }
   g_counters->processes_exact.fetch_add(1, std::memory_order_relaxed);
+  gpumem::run::record_attach(*g_counters, ::getpid(), true, {});
   ::pthread_atfork(nullptr, nullptr, after_fork_in_child);
   std::atexit(release_slot);
   return 1;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -38,6 +39,7 @@ RunCounters* map_run_counters(const std::string& path, bool create, std::string*
     // ftruncate zero-filled the file, and zero is every atomic's initial value.
     counters->magic = kCountersMagic;
     counters->version = kCountersVersion;
+    counters->monitor_pid = static_cast<std::int32_t>(::getpid());
   } else if (counters->magic != kCountersMagic || counters->version != kCountersVersion) {
     ::munmap(memory, sizeof(RunCounters));
     errno = EINVAL;
@@ -51,6 +53,18 @@ void give_back(RunCounters& counters, ProcessSlot& slot) noexcept {
     const std::int64_t held = slot.held[device].exchange(0, std::memory_order_relaxed);
     if (held != 0) counters.devices[device].current.fetch_sub(held, std::memory_order_relaxed);
   }
+}
+
+void record_attach(RunCounters& counters, std::int32_t pid, bool exact,
+                   const std::string& reason) noexcept {
+  const std::int32_t index = counters.record_count.fetch_add(1, std::memory_order_acq_rel);
+  if (index < 0 || index >= kMaxRecords) return;
+  AttachRecord& record = counters.records[index];
+  const std::size_t length = std::min(reason.size(), sizeof record.reason - 1);
+  std::memcpy(record.reason, reason.data(), length);
+  record.reason[length] = '\0';
+  record.pid.store(pid, std::memory_order_relaxed);
+  record.state.store(exact ? kAttachedExact : kAttachedFallback, std::memory_order_release);
 }
 
 namespace {

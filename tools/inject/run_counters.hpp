@@ -17,9 +17,10 @@ namespace gpumem::run {
 inline constexpr const char* kCountersVariable = "GPUMEM_RUN_COUNTERS";
 
 inline constexpr std::uint32_t kCountersMagic = 0x67706d72;  // "gpmr"
-inline constexpr std::uint32_t kCountersVersion = 2;
+inline constexpr std::uint32_t kCountersVersion = 3;
 inline constexpr int kMaxDevices = 64;     // CUDA ordinals counted; events beyond are dropped
 inline constexpr int kMaxProcesses = 512;  // CUDA processes of one tree tracked at once
+inline constexpr int kMaxRecords = 4096;   // processes whose attachment is recorded, per run
 
 // What one process still holds, so the monitor can give back what a process that died without
 // freeing (SIGKILL, _exit) held: the driver frees it, and no free event ever comes.
@@ -27,6 +28,16 @@ struct ProcessSlot {
   std::atomic<std::int32_t> pid;  // 0: free slot
   std::atomic<std::int64_t> held[kMaxDevices];
 };
+
+// How one process that loaded the injection library is measured, so the monitor can say which
+// of the command's GPU processes were counted exactly and which escaped. Written once.
+struct AttachRecord {
+  std::atomic<std::int32_t> pid;
+  std::atomic<std::int32_t> state;  // 0 being written, 1 exact, 2 not counted (see reason)
+  char reason[120];
+};
+inline constexpr std::int32_t kAttachedExact = 1;
+inline constexpr std::int32_t kAttachedFallback = 2;
 
 // A line of its own per device: processes allocating on different GPUs do not contend.
 struct alignas(64) DeviceCounters {
@@ -38,6 +49,7 @@ struct alignas(64) DeviceCounters {
 struct RunCounters {
   std::uint32_t magic;
   std::uint32_t version;
+  std::int32_t monitor_pid;  // the `gpumem run` that created the file
   // The device view the monitor resolved ordinals with; a process that sees another view
   // (a changed CUDA_VISIBLE_DEVICES) cannot be counted by ordinal and reports a fallback.
   char visible_devices[4096];  // room for 64 MIG UUIDs
@@ -50,6 +62,8 @@ struct RunCounters {
   char fallback_reason[256];
   DeviceCounters devices[kMaxDevices];
   ProcessSlot processes[kMaxProcesses];
+  std::atomic<std::int32_t> record_count;  // may pass kMaxRecords: the rest were not recorded
+  AttachRecord records[kMaxRecords];
 };
 
 static_assert(std::atomic<std::int64_t>::is_always_lock_free);
@@ -88,6 +102,10 @@ void give_back(RunCounters& counters, ProcessSlot& slot) noexcept;
 // fit); a measured process compares its own with it: empty when they agree.
 bool record_device_view(RunCounters& counters, std::string* error);
 std::string device_view_mismatch(const RunCounters& counters);
+
+// Records how process `pid` is measured (`reason` when it is not counted exactly).
+void record_attach(RunCounters& counters, std::int32_t pid, bool exact,
+                   const std::string& reason) noexcept;
 
 // Maps the file (created by the monitor, or opened by a measured process); nullptr on failure.
 // `create` sizes and initialises it.

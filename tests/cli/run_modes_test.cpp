@@ -1,0 +1,227 @@
+// `gpumem run` on jobs as they are launched for real: processes that escape the injection library,
+// descendants left running, signals other than the terminal's, runs killed outright.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli/command_runner.hpp"
+#include "support/sim_gpu.hpp"
+
+namespace gpumem::testing {
+namespace {
+
+std::string quoted(const std::string& word) {
+  return "'" + word + "'";
+}
+
+std::string workload(const std::string& script) {
+  return quoted(sim_tool()) + " workload " + quoted(script);
+}
+
+struct Shell {
+  CommandResult result;
+  nlohmann::json summary;
+  double seconds = 0;
+};
+
+Shell run_shell(const std::string& line, std::vector<std::string> options = {}) {
+  const std::string json = temporary_folder() + "/summary.json";
+  std::vector<std::string> argv = {gpumem_binary(), "run", "--json", json, "-i", "0.005"};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.insert(argv.end(), {"--", "sh", "-c", line});
+  const auto start = std::chrono::steady_clock::now();
+  Shell shell{run_command(argv), {}, 0};
+  shell.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string text = read_file(json);
+  if (!text.empty()) shell.summary = nlohmann::json::parse(text);
+  return shell;
+}
+
+// One process counted exactly, one that unset CUDA_INJECTION64_PATH, both holding at once.
+const std::string kOneEscapes = workload("alloc a 100MiB; sleep 400ms") +
+                                " & (unset CUDA_INJECTION64_PATH; exec " +
+                                workload("alloc b 200MiB; sleep 400ms") + ") & wait";
+
+TEST(RunModes, AProcessThatEscapesTheInjectionMakesTheRunMixed) {
+  SimGpu gpu;
+  const Shell run = run_shell(kOneEscapes);
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const auto& summary = run.summary;
+  EXPECT_EQ(summary["mode"], "mixed") << summary.dump(2);
+  EXPECT_EQ(summary["exact_processes"], 1);
+  EXPECT_EQ(summary["escaped_processes"], 1);
+  EXPECT_NE(summary["fallback_reason"].get<std::string>().find("injection library"),
+            std::string::npos);
+  const auto& device = summary["devices"][0];
+  EXPECT_EQ(device["exact_peak_bytes"], 100 * MiB);
+  EXPECT_EQ(device["sampled_peak_bytes"], 300 * MiB);
+  EXPECT_EQ(device["peak_bytes"], 300 * MiB);  // never below what the processes held
+  ASSERT_EQ(summary["processes"].size(), 2u);
+  int exact = 0, sampled = 0;
+  for (const auto& process : summary["processes"]) {
+    if (process["mode"] == "exact") {
+      ++exact;
+      EXPECT_EQ(process["sampled_peak_bytes"], 100 * MiB);
+      EXPECT_TRUE(process["reason"].is_null());
+    } else {
+      ++sampled;
+      EXPECT_EQ(process["sampled_peak_bytes"], 200 * MiB);
+      EXPECT_EQ(process["reason"], "did not load the injection library");
+    }
+  }
+  EXPECT_EQ(exact, 1);
+  EXPECT_EQ(sampled, 1);
+  EXPECT_NE(run.result.err.find("mixed: 1 process measured exactly, 1 process sampled"),
+            std::string::npos)
+      << run.result.err;
+}
+
+TEST(RunModes, ModeExactFailsAfterTheCommandWhenAProcessEscaped) {
+  SimGpu gpu;
+  const Shell run = run_shell(kOneEscapes + "; exit 3", {"--mode", "exact"});
+  EXPECT_EQ(run.result.exit_code, 2) << run.result.err;
+  EXPECT_NE(run.result.err.find("exit status 3"), std::string::npos) << run.result.err;
+  EXPECT_NE(run.result.err.find("--mode exact: 1 process escaped exact counting"),
+            std::string::npos)
+      << run.result.err;
+  EXPECT_NE(run.result.err.find("own status was 3"), std::string::npos) << run.result.err;
+  EXPECT_EQ(run.summary["mode"], "mixed");
+}
+
+TEST(RunModes, WaitsForTheDescendantsTheCommandLeftRunning) {
+  SimGpu gpu;
+  // The shell exits at once; its workload, adopted by gpumem, allocates afterwards.
+  const Shell run = run_shell(workload("sleep 100ms; alloc a 10MiB; sleep 200ms") + " &");
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(run.summary["mode"], "exact") << run.summary.dump(2);
+  EXPECT_EQ(run.summary["exact_processes"], 1);
+  EXPECT_EQ(run.summary["devices"][0]["peak_bytes"], 10 * MiB);
+  EXPECT_TRUE(run.summary["descendants_running"].empty());
+}
+
+TEST(RunModes, ReportsTheDescendantsStillRunningAtTheBound) {
+  SimGpu gpu;
+  const Shell run = run_shell(workload("alloc a 10MiB; sleep 5s") + " & sleep 0.2",
+                              {"--wait-descendants", "0.3"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  ASSERT_EQ(run.summary["descendants_running"].size(), 1u) << run.summary.dump(2) << run.result.err;
+  const int left = run.summary["descendants_running"][0];
+  EXPECT_LT(run.seconds, 3.0);
+  EXPECT_EQ(run.summary["devices"][0]["peak_bytes"], 10 * MiB);
+  EXPECT_NE(run.result.err.find("1 descendant of the command still running"), std::string::npos)
+      << run.result.err;
+  ::kill(left, SIGKILL);
+
+  const Shell opted_out =
+      run_shell(workload("alloc a 10MiB; sleep 5s") + " & sleep 0.2", {"--no-wait-descendants"});
+  ASSERT_EQ(opted_out.result.exit_code, 0) << opted_out.result.err;
+  EXPECT_LT(opted_out.seconds, 3.0);
+  EXPECT_TRUE(opted_out.summary["descendants_running"].empty());
+  EXPECT_EQ(opted_out.summary["devices"][0]["peak_bytes"], 10 * MiB);
+  for (const auto& process : opted_out.summary["processes"])
+    ::kill(process["pid"].get<int>(), SIGKILL);
+}
+
+TEST(RunModes, TheMonitorAddsTheContextsToTheExactSpikes) {
+  SimGpu gpu(R"({"devices": [{"name": "NVIDIA H200", "total_mib": 143771, "context_mib": 500}]})");
+  const Shell run =
+      run_shell(workload("alloc a 100MiB; sleep 150ms; spike 50MiB 1ms; sleep 150ms"));
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const auto& device = run.summary["devices"][0];
+  EXPECT_EQ(run.summary["mode"], "exact") << run.summary.dump(2);
+  EXPECT_EQ(device["exact_peak_bytes"], 150 * MiB);  // the events alone
+  // A sample may catch the spike too, on a loaded machine.
+  EXPECT_GE(device["sampled_peak_bytes"], 600 * MiB);
+  EXPECT_LE(device["sampled_peak_bytes"], 650 * MiB);
+  EXPECT_EQ(device["context_bytes"], 500 * MiB);
+  EXPECT_EQ(device["peak_bytes"], 650 * MiB);  // the spike, on top of the context
+}
+
+// The pids of gpumem's children (the command).
+std::vector<int> children_of(pid_t parent) {
+  std::vector<int> children;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = read_file(entry.path().string() + "/stat");
+    const std::size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    int ppid = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == parent)
+      children.push_back(std::stoi(name));
+  }
+  return children;
+}
+
+TEST(RunModes, AMeasuredProcessLoadsNoNvml) {
+  SimGpu gpu(R"({"devices": [{"name": "NVIDIA H200", "total_mib": 143771, "context_mib": 500}]})");
+  BackgroundCommand run({gpumem_binary(), "run", "--", sim_tool(), "workload",
+                         "alloc a 1MiB; print ready; sleep 60s"});
+  ASSERT_TRUE(run.wait_for_output("ready"));
+  const std::vector<int> children = children_of(run.pid());
+  ASSERT_EQ(children.size(), 1u);
+  const std::string maps = read_file("/proc/" + std::to_string(children[0]) + "/maps");
+  EXPECT_NE(maps.find("libgpumem_inject"), std::string::npos);
+  EXPECT_NE(maps.find("libcuda"), std::string::npos);
+  EXPECT_EQ(maps.find("libnvidia-ml"), std::string::npos);
+  ::kill(run.pid(), SIGTERM);
+  EXPECT_EQ(run.wait().exit_code, 128 + SIGTERM);
+}
+
+class PrivateTmpdir {
+ public:
+  PrivateTmpdir() : folder_(temporary_folder()) { ::setenv("TMPDIR", folder_.c_str(), 1); }
+  ~PrivateTmpdir() { ::unsetenv("TMPDIR"); }
+  // gpumem's counters files in it (the test's own output files land here too).
+  std::size_t files() const {
+    std::size_t count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(folder_))
+      count += entry.path().filename().string().rfind("gpumem-run-", 0) == 0 ? 1 : 0;
+    return count;
+  }
+
+ private:
+  std::string folder_;
+};
+
+TEST(RunModes, EveryCatchableSignalReachesTheCommandAndNothingIsLeftBehind) {
+  SimGpu gpu;
+  PrivateTmpdir tmpdir;
+  for (int signal : {SIGUSR1, SIGUSR2, SIGALRM}) {
+    BackgroundCommand run({gpumem_binary(), "run", "--", sim_tool(), "workload",
+                           "alloc a 1MiB; print ready; sleep 60s"});
+    ASSERT_TRUE(run.wait_for_output("ready"));
+    EXPECT_EQ(tmpdir.files(), 1u);  // the counters file
+    ASSERT_EQ(::kill(run.pid(), signal), 0);
+    const CommandResult result = run.wait();
+    EXPECT_EQ(result.exit_code, 128 + signal) << result.err;
+    EXPECT_NE(result.err.find("killed by SIG"), std::string::npos) << result.err;
+    EXPECT_EQ(tmpdir.files(), 0u);
+  }
+}
+
+TEST(RunModes, ACountersFileLeftByAKilledRunIsRemovedByTheNext) {
+  SimGpu gpu;
+  PrivateTmpdir tmpdir;
+  {
+    BackgroundCommand run(
+        {gpumem_binary(), "run", "--", sim_tool(), "workload", "print ready; sleep 60s"});
+    ASSERT_TRUE(run.wait_for_output("ready"));
+    ASSERT_EQ(::kill(-run.pid(), SIGKILL), 0);  // gpumem and its command, no cleanup possible
+    run.wait();
+  }
+  EXPECT_EQ(tmpdir.files(), 1u);
+  const CommandResult next = run_command({gpumem_binary(), "run", "--", "true"});
+  EXPECT_EQ(next.exit_code, 0) << next.err;
+  EXPECT_EQ(tmpdir.files(), 0u);
+}
+
+}  // namespace
+}  // namespace gpumem::testing
