@@ -8,6 +8,7 @@
 #include "peak/channels.hpp"
 #include "peak/event_observer_call.hpp"
 #include "peak/footprint.hpp"
+#include "peak/in_flight.hpp"
 #include "peak/vmm_tracker.hpp"
 
 namespace gpumem::peak {
@@ -327,6 +328,14 @@ AddressMap& traced_addresses() noexcept {
   return *map;
 }
 
+// Leaves the in-flight state at the end of an EXIT callback, whatever it did.
+struct InFlightExit {
+  bool exiting;
+  ~InFlightExit() {
+    if (exiting) in_flight::leave();
+  }
+};
+
 void account_exact(int device, std::int64_t delta) noexcept {
   Channel* target = channel(Stream::exact, device);
   if (target == nullptr || delta == 0) return;
@@ -340,9 +349,12 @@ void on_driver_call(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_Callb
   try {
     switch (domain) {
       case CUPTI_CB_DOMAIN_DRIVER_API:
-        return dispatch(cbid, *static_cast<const CUpti_CallbackData*>(data));
-      case CUPTI_CB_DOMAIN_RUNTIME_API:
-        return on_runtime(cbid, *static_cast<const CUpti_CallbackData*>(data));
+      case CUPTI_CB_DOMAIN_RUNTIME_API: {
+        const auto& call = *static_cast<const CUpti_CallbackData*>(data);
+        if (call.callbackSite == CUPTI_API_ENTER) in_flight::enter();
+        const InFlightExit leaving{call.callbackSite == CUPTI_API_EXIT};
+        return domain == CUPTI_CB_DOMAIN_DRIVER_API ? dispatch(cbid, call) : on_runtime(cbid, call);
+      }
       case CUPTI_CB_DOMAIN_RESOURCE:
         return on_resource(cbid, *static_cast<const CUpti_ResourceData*>(data));
       default:

@@ -6,6 +6,7 @@
 #include "peak/channels.hpp"
 #include "peak/exact_callbacks.hpp"
 #include "peak/footprint.hpp"
+#include "peak/in_flight.hpp"
 #include "peak/vmm_tracker.hpp"
 #include "query/diagnostics_log.hpp"
 
@@ -36,6 +37,7 @@ std::string refusal(abi::CUptiResult code) {
 // No exact counter is alive (the subscription has no references): nothing reads the levels.
 void forget_everything() {
   traced_addresses().clear();
+  in_flight::reset();
   vmm::clear();
   footprint::clear();
   for (int device = 0; device < kMaxDevices; ++device) {

@@ -13,6 +13,7 @@
 #include "peak/channels.hpp"
 #include "peak/event_observer.hpp"
 #include "peak/exact_callbacks.hpp"
+#include "peak/in_flight.hpp"
 
 namespace gpumem::peak::footprint {
 namespace {
@@ -199,24 +200,40 @@ bool reconciling() noexcept {
 }
 
 bool reconcile(int device) noexcept {
-  if (!valid(device) || !g_reconciliation.load(std::memory_order_relaxed)) return false;
+  Channel* target = channel(Stream::exact, device);
+  if (!valid(device) || target == nullptr || !g_reconciliation.load(std::memory_order_relaxed)) {
+    return false;
+  }
   State& s = state();
   bool listed_before = false;
   {
     const std::lock_guard lock(s.mutex);
     listed_before = s.devices[device].reconciled;
   }
-  const std::optional<std::uint64_t> usage = own_usage(device, listed_before);
-  const std::lock_guard lock(s.mutex);
-  DeviceState& device_state = s.devices[device];
-  device_state.reconciled = usage.has_value();
-  Channel* target = channel(Stream::exact, device);
-  if (!usage || target == nullptr) return false;
-  const std::int64_t events = target->level() - device_state.other;
-  const std::int64_t other = std::max<std::int64_t>(0, static_cast<std::int64_t>(*usage) - events);
-  account_exact(device, other - device_state.other);
-  device_state.other = other;
-  return true;
+  // NVML's figure matches the level only if no traced call was in flight and no event moved the
+  // level while NVML was read: the driver charges a block before the call's EXIT counts it, so
+  // a block in between would be counted twice (or a freed one not at all), and the difference
+  // would stay in "other". A few tries; under a storm of calls, at the next reading.
+  constexpr int kTries = 3;
+  for (int attempt = 0; attempt < kTries; ++attempt) {
+    const bool quiet_before = in_flight::quiet();
+    const std::int64_t before = target->level();
+    const std::optional<std::uint64_t> usage = own_usage(device, listed_before);
+    const bool quiet_after = in_flight::quiet();
+    const std::lock_guard lock(s.mutex);
+    DeviceState& device_state = s.devices[device];
+    const std::int64_t level = target->level();
+    if (usage && (level != before || !quiet_before || !quiet_after)) continue;
+    device_state.reconciled = usage.has_value();
+    if (!usage) return false;
+    const std::int64_t events = level - device_state.other;
+    const std::int64_t other =
+        std::max<std::int64_t>(0, static_cast<std::int64_t>(*usage) - events);
+    account_exact(device, other - device_state.other);
+    device_state.other = other;
+    return true;
+  }
+  return false;
 }
 
 void refresh_for_reading(int device) noexcept {

@@ -113,16 +113,6 @@ TEST(Run, SampledPeakIncludesWhatTheDriverChargesForContexts) {
   EXPECT_EQ(run.summary["devices"][0]["quantity"], "process_footprint");
 }
 
-// A spike too short for any sample, on top of a context no event shows: the footprint is both.
-TEST(Run, ExactPeakIsTheContextPlusTheSpikeNoSampleSaw) {
-  SimGpu gpu(R"({"devices": [{"name": "NVIDIA H200", "total_mib": 143771, "context_mib": 500}]})");
-  const Measured run = measure("alloc a 100MiB; sleep 50ms; spike 50MiB 1ms; free a");
-  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
-  EXPECT_EQ(run.summary["mode"], "exact");
-  EXPECT_EQ(run.summary["devices"][0]["exact_peak_bytes"], 650 * MiB);
-  EXPECT_EQ(run.summary["devices"][0]["peak_bytes"], 650 * MiB);
-}
-
 TEST(Run, FallsBackToSamplingWhenCuptiIsBusyAndSaysWhy) {
   SimGpu gpu(kTwoGpus, "cupti_busy");
   const Measured run = measure("alloc a 100MiB; sleep 300ms; free a");
