@@ -58,29 +58,28 @@ bool valid(int device) noexcept {
 // was counted as `other`: that part moves from one to the other rather than rising twice.
 void attribute(DeviceState& device_state, int device, std::int64_t delta) noexcept {
   if (!valid(device) || delta == 0) return;
-  if (delta > 0) {
-    const std::int64_t moved = std::min(delta, device_state.other);
-    device_state.other -= moved;
-    account_exact(device, -moved);
-  }
-  account_exact(device, delta);
+  const std::int64_t moved = delta > 0 ? std::min(delta, device_state.other) : 0;
+  device_state.other -= moved;
+  account_exact(device, delta - moved);
 }
 
-std::int64_t pool_reservation(CUmemoryPool pool, bool& ok) noexcept {
+std::optional<std::int64_t> pool_reservation(CUmemoryPool pool) noexcept {
   const driver::Cuda& cuda = driver::cuda();
   std::uint64_t value = 0;
-  ok = cuda.memPoolGetAttribute != nullptr &&
-       cuda.memPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &value) == CUDA_SUCCESS;
+  if (cuda.memPoolGetAttribute == nullptr ||
+      cuda.memPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &value) !=
+          CUDA_SUCCESS) {
+    return std::nullopt;
+  }
   return static_cast<std::int64_t>(value);
 }
 
 // Requires state().mutex.
 void refresh(State& s, Pool& pool) noexcept {
-  bool ok = false;
-  const std::int64_t reserved = pool_reservation(pool.pool, ok);
-  if (!ok) return;
-  attribute(s.devices[pool.device], pool.device, reserved - pool.counted);
-  pool.counted = reserved;
+  const std::optional<std::int64_t> reserved = pool_reservation(pool.pool);
+  if (!reserved) return;
+  attribute(s.devices[pool.device], pool.device, *reserved - pool.counted);
+  pool.counted = *reserved;
 }
 
 CUmemoryPool current_pool(DeviceState& device_state, int device) noexcept {
@@ -94,17 +93,16 @@ CUmemoryPool current_pool(DeviceState& device_state, int device) noexcept {
   return device_state.current_pool;
 }
 
-// Requires state().mutex.
-void use_pool(State& s, CUmemoryPool pool, int device) {
-  if (pool == nullptr) return;
-  auto found = std::find_if(s.pools.begin(), s.pools.end(),
-                            [&](const Pool& known) { return known.pool == pool; });
-  if (found == s.pools.end()) {
-    s.pools.push_back(Pool{pool, device, 0});
-    found = s.pools.end() - 1;
-    s.any_reservation.store(true, std::memory_order_relaxed);
-  }
-  refresh(s, *found);
+// The pool's entry, added (counting nothing yet) if it is new; nullptr for no pool. Requires
+// state().mutex.
+Pool* known_pool(State& s, CUmemoryPool pool, int device) {
+  if (pool == nullptr) return nullptr;
+  const auto found = std::find_if(s.pools.begin(), s.pools.end(),
+                                  [&](const Pool& known) { return known.pool == pool; });
+  if (found != s.pools.end()) return &*found;
+  s.pools.push_back(Pool{pool, device, 0});
+  s.any_reservation.store(true, std::memory_order_relaxed);
+  return &s.pools.back();
 }
 
 void refresh_graphs_locked(State& s, int device) noexcept {
@@ -146,7 +144,10 @@ void pool_used(CUmemoryPool pool, int device) noexcept {
   State& s = state();
   try {
     const std::lock_guard lock(s.mutex);
-    use_pool(s, pool != nullptr ? pool : current_pool(s.devices[device], device), device);
+    if (Pool* used = known_pool(s, pool != nullptr ? pool : current_pool(s.devices[device], device),
+                                device)) {
+      refresh(s, *used);
+    }
   } catch (...) {
     // Out of memory for the pool list: this pool's reservation goes unseen by events.
   }
@@ -245,8 +246,9 @@ void refresh_for_reading(int device) noexcept {
     State& s = state();
     const std::lock_guard lock(s.mutex);
     try {
-      use_pool(s, current_pool(s.devices[device], device), device);
+      known_pool(s, current_pool(s.devices[device], device), device);
     } catch (...) {
+      // Out of memory for the pool list: the current pool goes unseen until an allocation.
     }
     for (Pool& pool : s.pools) {
       if (pool.device == device) refresh(s, pool);

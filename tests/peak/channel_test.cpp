@@ -192,14 +192,16 @@ TEST(Channel, LevelsKeepTheirSignAndRange) {
 TEST(Channel, SpikesRacingWithCheckpointsStayWithinWhatHappenedAfterTheStart) {
   Channel channel;
   constexpr std::int64_t kSpikes[] = {1000, 1};
+  CounterSlot whole;  // started before every spike
+  channel.attach(whole);
   std::atomic<bool> done{false};
   std::vector<std::thread> spikers;
   for (const std::int64_t size : kSpikes) {
     spikers.emplace_back([&, size] {
-      while (!done.load(std::memory_order_relaxed)) {
+      do {
         channel.add(size);
         channel.add(-size);
-      }
+      } while (!done.load(std::memory_order_relaxed));
     });
   }
   for (int i = 0; i < 20000; ++i) {
@@ -215,6 +217,8 @@ TEST(Channel, SpikesRacingWithCheckpointsStayWithinWhatHappenedAfterTheStart) {
   done = true;
   for (auto& thread : spikers) thread.join();
   EXPECT_EQ(channel.level(), 0);
+  EXPECT_GE(channel.read(whole).peak, 1000);  // every spiker spiked at least once
+  channel.detach(whole);
 }
 
 // Many threads allocate, hold at a barrier, then free: counters started before see the exact
