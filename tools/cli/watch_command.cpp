@@ -13,6 +13,8 @@
 #include "format.hpp"
 #include "gpumem/peak.hpp"
 #include "snapshot_view.hpp"
+#include "text_width.hpp"
+#include "width_options.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -53,6 +55,7 @@ void add_watch_command(CLI::App& app, int& exit_code) {
   struct Options {
     double interval_s = 1.0;
     long count = 0;
+    WidthFlags width;
   };
   auto options = std::make_shared<Options>();
   CLI::App* watch = app.add_subcommand("watch", "Watch the GPUs' memory and processes live");
@@ -60,6 +63,7 @@ void add_watch_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0.01, 86400.0));
   watch->add_option("-n,--count", options->count, "Stop after this many refreshes (0: never)")
       ->check(CLI::NonNegativeNumber);
+  add_width_options(*watch, options->width);
   watch->callback([options, &exit_code] {
     const bool terminal = ::isatty(STDOUT_FILENO) == 1;
     // Between refreshes a native sampler per device keeps the peak, so a spike shorter than the
@@ -91,10 +95,12 @@ void add_watch_command(CLI::App& app, int& exit_code) {
         std::cout << (terminal ? "\033[H\033[2J" : "") << clock_time() << " " << no_device_message()
                   << "\n";
       } else if (terminal) {
+        const TableOptions table = stdout_table_options(options->width);
+        const std::string title = "gpumem watch, every " + format_seconds(options->interval_s) +
+                                  " (Ctrl-C to stop)    " + clock_time();
         std::cout << "\033[H\033[2J"
-                  << "gpumem watch, every " << format_seconds(options->interval_s)
-                  << " (Ctrl-C to stop)    " << clock_time() << "\n\n"
-                  << snapshot_table(snapshot, peaks);
+                  << (table.width ? truncate_to_width(title, *table.width, "") : title) << "\n\n"
+                  << snapshot_table(snapshot, peaks, table);
       } else {
         std::cout << plain_lines(snapshot, peaks);
       }
