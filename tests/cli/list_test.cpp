@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <sstream>
 
 #include "cli/command_runner.hpp"
@@ -65,6 +66,26 @@ TEST(List, FitsTheWidthGivenOrColumnsAndWideShowsAll) {
       EXPECT_LE(gpumem::cli::display_width(line), result == &narrow ? 80u : 120u) << line;
     }
   }
+}
+
+TEST(List, NoProcessNameCanDriveTheTerminal) {
+  SimGpu gpu;
+  // The kernel takes a process's name from the file it runs: here one with an escape sequence.
+  const std::string name = "evil\033[2Jx";
+  const std::string program = temporary_folder() + "/" + name;
+  std::filesystem::create_symlink(sim_tool(), program);
+  BackgroundCommand holder({program, "workload", "alloc a 3MiB; print ready; sleep 30s"});
+  ASSERT_TRUE(holder.wait_for_output("ready"));
+  const CommandResult table = run_command({gpumem_binary(), "list"});
+  EXPECT_EQ(table.out.find('\033'), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find(std::to_string(holder.pid()) + "  evil?[2Jx"), std::string::npos)
+      << table.out;
+  const CommandResult watch = run_command({gpumem_binary(), "watch", "--count", "1"});
+  EXPECT_EQ(watch.out.find('\033'), std::string::npos) << watch.out;
+  EXPECT_NE(watch.out.find(" evil?[2Jx 3.0 MiB"), std::string::npos) << watch.out;
+  // JSON and CSV say what the kernel says.
+  const auto document = nlohmann::json::parse(run_command({gpumem_binary(), "list", "--json"}).out);
+  EXPECT_EQ(document["devices"][0]["processes"][0]["name"], name);
 }
 
 TEST(List, RejectsABadWidth) {

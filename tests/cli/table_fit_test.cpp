@@ -194,6 +194,14 @@ TEST(TextWidth, CountsColumnsNotBytes) {
   EXPECT_EQ(truncate_to_width("short", 10, "…"), "short");
 }
 
+TEST(TextWidth, PrintableReplacesControlsAndInvalidBytes) {
+  EXPECT_EQ(printable("python3"), "python3");
+  EXPECT_EQ(printable("漢字 é"), "漢字 é");
+  EXPECT_EQ(printable("a\033[2Jb\tc\x7f"), "a?[2Jb?c?");
+  EXPECT_EQ(printable("\xc2\x9b"), "?");     // U+009B, the one-byte CSI of C1
+  EXPECT_EQ(printable("x\xff\xc3"), "x??");  // not UTF-8; cut short
+}
+
 TEST(Bar, SolidUsedShadedPeakRoundedUp) {
   const std::uint64_t gib = 1ull << 30;
   EXPECT_EQ(usage_bar({gib / 2, gib, std::nullopt}, 10, kAscii), "[#####     ]  50%");

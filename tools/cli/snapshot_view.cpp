@@ -63,7 +63,7 @@ std::string snapshot_table(const std::vector<DeviceSnapshot>& snapshot, const Pe
   const bool watching = !peaks.empty();
   const std::string ellipsis = options.style.unicode ? "…" : "~";
   std::vector<std::string> uuids;
-  for (const DeviceSnapshot& device : snapshot) uuids.push_back(device.info.uuid);
+  for (const DeviceSnapshot& device : snapshot) uuids.push_back(printable(device.info.uuid));
   const std::vector<std::string> short_uuids = unique_prefixes(uuids, 12);
 
   enum : std::size_t {
@@ -102,10 +102,10 @@ std::string snapshot_table(const std::vector<DeviceSnapshot>& snapshot, const Pe
     auto& columns = devices.columns;
     columns[kGpu].cells.push_back(std::to_string(device.info.ordinal));
     columns[kNvml].cells.push_back(std::to_string(device.info.nvml_index));
-    columns[kName].cells.push_back(device.info.name);
-    columns[kName].short_cells.push_back(without_vendor(device.info.name));
-    columns[kUuid].cells.push_back(device.info.uuid);
-    columns[kPci].cells.push_back(device.info.pci_bus_id);
+    columns[kName].cells.push_back(printable(device.info.name));
+    columns[kName].short_cells.push_back(printable(without_vendor(device.info.name)));
+    columns[kUuid].cells.push_back(printable(device.info.uuid));
+    columns[kPci].cells.push_back(printable(device.info.pci_bus_id));
     columns[kTotal].cells.push_back(memory_cell(device, memory.total));
     columns[kUsed].cells.push_back(memory_cell(device, memory.used));
     columns[kFree].cells.push_back(memory_cell(device, memory.free));
@@ -138,7 +138,7 @@ std::string snapshot_table(const std::vector<DeviceSnapshot>& snapshot, const Pe
     for (const ProcessRow& process : device.processes) {
       processes.columns[0].cells.push_back(std::to_string(device.info.ordinal));
       processes.columns[1].cells.push_back(std::to_string(process.pid));
-      processes.columns[2].cells.push_back(process.name.empty() ? "?" : process.name);
+      processes.columns[2].cells.push_back(process.name.empty() ? "?" : printable(process.name));
       processes.columns[3].cells.push_back(
           process.used_bytes ? format_bytes(static_cast<std::int64_t>(*process.used_bytes))
                              : "n/a");

@@ -16,4 +16,9 @@ std::size_t display_width(std::string_view text);
 // (which fits in the width). Text without escape sequences only.
 std::string truncate_to_width(std::string_view text, std::size_t width, std::string_view ellipsis);
 
+// `text` safe to print on a terminal: control characters (C0, DEL, C1: an escape sequence in a
+// process's name could otherwise drive the terminal of whoever lists it) and bytes that are not
+// UTF-8 each become '?'.
+std::string printable(std::string_view text);
+
 }  // namespace gpumem::cli

@@ -32,7 +32,7 @@ std::string plain_lines(const std::vector<DeviceSnapshot>& snapshot, const PeakB
   std::string out;
   const std::string now = clock_time();
   for (const DeviceSnapshot& device : snapshot) {
-    out += now + " GPU " + std::to_string(device.info.ordinal) + " " + device.info.name +
+    out += now + " GPU " + std::to_string(device.info.ordinal) + " " + printable(device.info.name) +
            ": used " + format_bytes(static_cast<std::int64_t>(device.info.memory.used)) + " of " +
            format_bytes(static_cast<std::int64_t>(device.info.memory.total)) + ", peak " +
            format_bytes(peaks.at(device.info.ordinal)) + ", " +
@@ -40,7 +40,7 @@ std::string plain_lines(const std::vector<DeviceSnapshot>& snapshot, const PeakB
     for (std::size_t i = 0; i < device.processes.size(); ++i) {
       const ProcessRow& process = device.processes[i];
       out += (i == 0 ? ": " : ", ") + std::to_string(process.pid) + " " +
-             (process.name.empty() ? "?" : process.name) + " " +
+             (process.name.empty() ? "?" : printable(process.name)) + " " +
              (process.used_bytes ? format_bytes(static_cast<std::int64_t>(*process.used_bytes))
                                  : "n/a");
     }
