@@ -52,6 +52,19 @@ class Pane {
   }
   ~Pane() { tmux({"kill-server"}); }
 
+  // Waits until the pane shows a line holding `text` (the command still running); that line.
+  std::string wait_for_line(const std::string& text) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      for (const std::string& line : lines_of(tmux({"capture-pane", "-p", "-t", "test"}).out)) {
+        if (line.find(text) != std::string::npos) return line;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ADD_FAILURE() << "the pane never showed " << text;
+    return {};
+  }
+
   // The pane's lines up to the end marker once the command has finished; `joined` puts lines
   // the terminal wrapped back together, `escapes` keeps the colours.
   std::vector<std::string> lines(bool joined, bool escapes = false) {
@@ -171,6 +184,19 @@ TEST_F(Terminal, WatchOnceFitsThePaneWithPeakBars) {
     EXPECT_NE(h200.find("]  15%"), std::string::npos) << h200;
     EXPECT_FALSE(row_of(screen, "░ highest used since the watch began").empty());
   }
+}
+
+TEST_F(Terminal, WatchShadesThePeakBeyondTheUsedMemory) {
+  BackgroundCommand holder({sim_tool(), "workload", "alloc a 20GiB; print ready; sleep 60s"});
+  ASSERT_TRUE(holder.wait_for_output("ready"));
+  Pane pane(120, gpumem("watch --interval 0.05"));
+  pane.wait_for_line("gpumem watch");
+  // 40 GiB more for 100 ms, after the watch began: its sampler sees it between refreshes.
+  ASSERT_EQ(run_command({sim_tool(), "workload", "alloc b 40GiB; sleep 100ms; free b"}).exit_code,
+            0);
+  const std::string h200 = pane.wait_for_line("20.0 GiB  119.9 GiB  542.0 MiB   60.0 GiB  [");
+  // 20 of 143771 MiB solid, up to 60 shaded: on an 11-cell bar 1.6 cells, then up to 4.7.
+  EXPECT_NE(h200.find("[█▋░░░      ]  15%"), std::string::npos) << h200;
 }
 
 TEST_F(Terminal, ColourOnATerminalUnlessNoColorAndAsciiWithoutUtf8) {

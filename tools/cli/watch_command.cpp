@@ -99,7 +99,10 @@ void add_watch_command(CLI::App& app, int& exit_code) {
         const std::string title = "gpumem watch, every " + format_seconds(options->interval_s) +
                                   " (Ctrl-C to stop)    " + clock_time();
         std::cout << "\033[H\033[2J"
-                  << (table.width ? truncate_to_width(title, *table.width, "") : title) << "\n\n"
+                  << (table.width
+                          ? truncate_to_width(title, *table.width, table.style.unicode ? "…" : "~")
+                          : title)
+                  << "\n\n"
                   << snapshot_table(snapshot, peaks, table);
       } else {
         std::cout << plain_lines(snapshot, peaks);
