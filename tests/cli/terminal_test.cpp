@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "cli/command_runner.hpp"
@@ -44,13 +46,20 @@ constexpr const char* kEnd = "__gpumem_test_end__";
 class Pane {
  public:
   Pane(std::size_t width, const std::string& command)
-      : socket_(temporary_folder() + "/tmux.socket") {
+      : folder_(short_folder()), socket_(folder_ + "/socket") {
     const CommandResult started =
         tmux({"new-session", "-d", "-x", std::to_string(width), "-y", "60", "-s", "test",
               command + "; printf '%s\\n' " + kEnd + "; sleep 300"});
-    if (started.exit_code != 0) throw std::runtime_error("tmux: " + started.err);
+    if (started.exit_code != 0) {
+      std::filesystem::remove_all(folder_);
+      throw std::runtime_error("tmux: " + started.err);
+    }
   }
-  ~Pane() { tmux({"kill-server"}); }
+  ~Pane() {
+    tmux({"kill-server"});
+    std::error_code ignored;
+    std::filesystem::remove_all(folder_, ignored);  // tmux leaves its socket behind
+  }
 
   // Waits until the pane shows a line holding `text` (the command still running); that line.
   std::string wait_for_line(const std::string& text) {
@@ -91,6 +100,13 @@ class Pane {
     arguments.insert(arguments.begin(), {"tmux", "-u", "-f", "/dev/null", "-S", socket_});
     return run_command(arguments);
   }
+  // Under /tmp, whatever $TMPDIR is: a socket's path must fit in 108 bytes.
+  static std::string short_folder() {
+    std::string pattern = "/tmp/gpumem-tmux-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create " + pattern);
+    return pattern;
+  }
+  std::string folder_;
   std::string socket_;
 };
 
