@@ -58,14 +58,13 @@ std::string no_device_message() {
   return message;
 }
 
-std::string snapshot_table(const std::vector<DeviceSnapshot>& snapshot, const PeakByDevice& peaks,
-                           const TableOptions& options) {
-  const bool watching = !peaks.empty();
-  const std::string ellipsis = options.style.unicode ? "…" : "~";
+namespace {
+
+// The devices table's columns and the order in which they give way (snapshot_view.hpp).
+FitLayout devices_layout(const std::vector<DeviceSnapshot>& snapshot, const PeakByDevice& peaks,
+                         const TextStyle& style) {
   std::vector<std::string> uuids;
   for (const DeviceSnapshot& device : snapshot) uuids.push_back(printable(device.info.uuid));
-  const std::vector<std::string> short_uuids = unique_prefixes(uuids, 12);
-
   enum : std::size_t {
     kGpu,
     kNvml,
@@ -79,27 +78,27 @@ std::string snapshot_table(const std::vector<DeviceSnapshot>& snapshot, const Pe
     kPeak,
     kBar
   };
-  FitLayout devices{{{">GPU"},
-                     {">NVML"},
-                     {"NAME", {}, {}, 10},
-                     {"UUID", {}, short_uuids},
-                     {"PCI BUS ID"},
-                     {">TOTAL"},
-                     {">USED"},
-                     {">FREE"},
-                     {">RESERVED"},
-                     {">PEAK USED"},
-                     {"USED OF TOTAL"}},
-                    {{FitStep::drop, kPci},
-                     {FitStep::shorten, kUuid},
-                     {FitStep::drop, kReserved},
-                     {FitStep::drop, kNvml},
-                     {FitStep::drop, kUuid},
-                     {FitStep::shorten, kName}}};
+  FitLayout layout{{{">GPU"},
+                    {">NVML"},
+                    {"NAME", {}, {}, 10},
+                    {"UUID", {}, unique_prefixes(uuids, 12)},
+                    {"PCI BUS ID"},
+                    {">TOTAL"},
+                    {">USED"},
+                    {">FREE"},
+                    {">RESERVED"},
+                    {">PEAK USED"},
+                    {"USED OF TOTAL"}},
+                   {{FitStep::drop, kPci},
+                    {FitStep::shorten, kUuid},
+                    {FitStep::drop, kReserved},
+                    {FitStep::drop, kNvml},
+                    {FitStep::drop, kUuid},
+                    {FitStep::shorten, kName}}};
   std::vector<BarValues> bars;
+  auto& columns = layout.columns;
   for (const DeviceSnapshot& device : snapshot) {
     const GPUMemoryBytes& memory = device.info.memory;
-    auto& columns = devices.columns;
     columns[kGpu].cells.push_back(std::to_string(device.info.ordinal));
     columns[kNvml].cells.push_back(std::to_string(device.info.nvml_index));
     columns[kName].cells.push_back(printable(device.info.name));
@@ -110,49 +109,60 @@ std::string snapshot_table(const std::vector<DeviceSnapshot>& snapshot, const Pe
     columns[kUsed].cells.push_back(memory_cell(device, memory.used));
     columns[kFree].cells.push_back(memory_cell(device, memory.free));
     columns[kReserved].cells.push_back(memory_cell(device, memory.reserved));
-    const auto device_peak = peaks.find(device.info.ordinal);
-    const bool peak_known = device_peak != peaks.end();
-    columns[kPeak].cells.push_back(peak_known ? format_bytes(device_peak->second) : "?");
+    const auto peak = peaks.find(device.info.ordinal);
+    columns[kPeak].cells.push_back(peak != peaks.end() ? format_bytes(peak->second) : "?");
     BarValues values{memory.used, device.memory_known ? memory.total : 0, std::nullopt};
-    if (peak_known)
-      values.peak = static_cast<std::uint64_t>(std::max<std::int64_t>(0, device_peak->second));
+    if (peak != peaks.end()) {
+      values.peak = static_cast<std::uint64_t>(std::max<std::int64_t>(0, peak->second));
+    }
     bars.push_back(values);
   }
-  FitColumn& bar_column = devices.columns[kBar];
-  bar_column.draw = [&bars, &options](std::size_t row, std::size_t width) {
-    return usage_bar(bars.at(row), width - bar_width(0), options.style);
+  FitColumn& bar = columns[kBar];
+  bar.draw = [bars, style](std::size_t row, std::size_t width) {
+    return usage_bar(bars.at(row), width - bar_width(0), style);
   };
-  bar_column.min_width = bar_width(8);
-  bar_column.max_width = bar_width(40);
-  bar_column.wide_width = bar_width(20);
-  if (!watching) {
+  bar.min_width = bar_width(8);
+  bar.max_width = bar_width(40);
+  bar.wide_width = bar_width(20);
+  if (peaks.empty()) {
     // `list` has no peak: the column goes for good (no step brings it back).
-    devices.columns.erase(devices.columns.begin() + kPeak);
-    for (FitStep& step : devices.steps) {
+    columns.erase(columns.begin() + kPeak);
+    for (FitStep& step : layout.steps) {
       if (step.column > kPeak) --step.column;
     }
   }
+  return layout;
+}
 
-  FitLayout processes{{{">GPU"}, {">PID"}, {"PROCESS", {}, {}, 8}, {">MEMORY"}}, {}};
+FitLayout processes_layout(const std::vector<DeviceSnapshot>& snapshot) {
+  FitLayout layout{{{">GPU"}, {">PID"}, {"PROCESS", {}, {}, 8}, {">MEMORY"}}, {}};
   for (const DeviceSnapshot& device : snapshot) {
     for (const ProcessRow& process : device.processes) {
-      processes.columns[0].cells.push_back(std::to_string(device.info.ordinal));
-      processes.columns[1].cells.push_back(std::to_string(process.pid));
-      processes.columns[2].cells.push_back(process.name.empty() ? "?" : printable(process.name));
-      processes.columns[3].cells.push_back(
+      layout.columns[0].cells.push_back(std::to_string(device.info.ordinal));
+      layout.columns[1].cells.push_back(std::to_string(process.pid));
+      layout.columns[2].cells.push_back(process.name.empty() ? "?" : printable(process.name));
+      layout.columns[3].cells.push_back(
           process.used_bytes ? format_bytes(static_cast<std::int64_t>(*process.used_bytes))
                              : "n/a");
     }
   }
+  return layout;
+}
 
-  std::string out = fit_table(devices, options.width, ellipsis);
-  if (watching) {
+}  // namespace
+
+std::string snapshot_table(const std::vector<DeviceSnapshot>& snapshot, const PeakByDevice& peaks,
+                           const TableOptions& options) {
+  const std::string ellipsis = options.style.unicode ? "…" : "~";
+  std::string out =
+      fit_table(devices_layout(snapshot, peaks, options.style), options.width, ellipsis);
+  if (!peaks.empty()) {
     const std::string legend = options.style.unicode
                                    ? "bars: █ used now, ░ highest used since the watch began"
                                    : "bars: # used now, = highest used since the watch began";
-    out += options.width ? truncate_to_width(legend, *options.width, ellipsis) : legend;
-    out += "\n";
+    out += (options.width ? truncate_to_width(legend, *options.width, ellipsis) : legend) + "\n";
   }
+  const FitLayout processes = processes_layout(snapshot);
   out += "\n";
   out += processes.columns[0].cells.empty() ? "No processes use GPU memory.\n"
                                             : fit_table(processes, options.width, ellipsis);
