@@ -60,6 +60,15 @@ TEST(List, FitsTheWidthGivenOrColumnsAndWideShowsAll) {
       << wide.out;
   EXPECT_NE(wide.out.find("[█████▊ "), std::string::npos) << wide.out;
   EXPECT_NE(wide.out.find("]  29%\n"), std::string::npos) << wide.out;
+  // JSON and CSV do not depend on the width.
+  const std::string csv = run_command({gpumem_binary(), "list", "--csv"}).out;
+  const std::string json = run_command({gpumem_binary(), "list", "--json"}).out;
+  ::unsetenv("COLUMNS");
+  EXPECT_EQ(run_command({gpumem_binary(), "list", "--csv", "--wide"}).out, csv);
+  EXPECT_EQ(run_command({gpumem_binary(), "list", "--json"}).out, json);
+  EXPECT_NE(csv.find(",GPU-bbbbbbbb-2222-4000-8000-000000000001,00000000:19:00.0,"),
+            std::string::npos)
+      << csv;
   for (const CommandResult* result : {&narrow, &forced}) {
     std::istringstream lines(result->out);
     for (std::string line; std::getline(lines, line);) {
