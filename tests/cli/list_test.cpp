@@ -3,14 +3,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <sstream>
+
 #include "cli/command_runner.hpp"
 #include "support/sim_gpu.hpp"
+#include "text_width.hpp"
 
 namespace gpumem::testing {
 namespace {
 
 TEST(List, TableShowsEveryDeviceInCudaOrderWithItsMemory) {
   SimGpu gpu;
+  ::unsetenv("COLUMNS");  // into a file without COLUMNS: every column in full
+  ::setenv("LC_ALL", "C", 1);
   const CommandResult result = run_command({gpumem_binary(), "list"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   // CUDA ordinal 0 is NVML 1 (the H200) in this config.
@@ -25,6 +31,84 @@ TEST(List, TableShowsEveryDeviceInCudaOrderWithItsMemory) {
   EXPECT_NE(result.out.find("542.0 MiB"), std::string::npos);
   EXPECT_NE(result.out.find("Driver 580.95.05"), std::string::npos);
   EXPECT_NE(result.out.find("No processes use GPU memory."), std::string::npos);
+  // Each device's used memory as a bar, 20 cells, in ASCII outside a UTF-8 locale, uncoloured.
+  EXPECT_NE(result.out.find("  542.0 MiB  [                    ]   0%\n"), std::string::npos)
+      << result.out;
+  EXPECT_EQ(result.out.find('\033'), std::string::npos);
+}
+
+TEST(List, FitsTheWidthGivenOrColumnsAndWideShowsAll) {
+  SimGpu gpu;
+  BackgroundCommand holder({sim_tool(), "workload", "alloc a 40GiB; print ready; sleep 30s"});
+  ASSERT_TRUE(holder.wait_for_output("ready"));
+  ::setenv("LC_ALL", "C.UTF-8", 1);
+  ::setenv("COLUMNS", "80", 1);
+  const CommandResult narrow = run_command({gpumem_binary(), "list"});
+  ASSERT_EQ(narrow.exit_code, 0) << narrow.err;
+  EXPECT_EQ(narrow.out.find("GPU-bbbbbbbb"), std::string::npos) << narrow.out;
+  // 40 GiB of 143771 MiB: 28.5 %, 29 % rounded up, in eighths of a cell.
+  EXPECT_NE(narrow.out.find("  0  NVIDIA H200            140.4 GiB  40.0 GiB  99.9 GiB  [█"),
+            std::string::npos)
+      << narrow.out;
+  EXPECT_NE(narrow.out.find("]  29%\n"), std::string::npos) << narrow.out;
+  const CommandResult forced = run_command({gpumem_binary(), "list", "--width", "120"});
+  EXPECT_NE(forced.out.find("GPU-bbbbbbbb  "), std::string::npos) << forced.out;
+  EXPECT_EQ(forced.out.find("00000000:19:00.0"), std::string::npos) << forced.out;
+  const CommandResult wide = run_command({gpumem_binary(), "list", "--wide"});
+  EXPECT_NE(wide.out.find("GPU-bbbbbbbb-2222-4000-8000-000000000001  00000000:19:00.0"),
+            std::string::npos)
+      << wide.out;
+  EXPECT_NE(wide.out.find("[█████▊ "), std::string::npos) << wide.out;
+  EXPECT_NE(wide.out.find("]  29%\n"), std::string::npos) << wide.out;
+  // JSON and CSV do not depend on the width.
+  const std::string csv = run_command({gpumem_binary(), "list", "--csv"}).out;
+  const std::string json = run_command({gpumem_binary(), "list", "--json"}).out;
+  ::unsetenv("COLUMNS");
+  EXPECT_EQ(run_command({gpumem_binary(), "list", "--csv", "--wide"}).out, csv);
+  EXPECT_EQ(run_command({gpumem_binary(), "list", "--json"}).out, json);
+  EXPECT_NE(csv.find(",GPU-bbbbbbbb-2222-4000-8000-000000000001,00000000:19:00.0,"),
+            std::string::npos)
+      << csv;
+  for (const CommandResult* result : {&narrow, &forced}) {
+    std::istringstream lines(result->out);
+    for (std::string line; std::getline(lines, line);) {
+      EXPECT_LE(gpumem::cli::display_width(line), result == &narrow ? 80u : 120u) << line;
+    }
+  }
+}
+
+TEST(List, NoProcessNameCanDriveTheTerminal) {
+  SimGpu gpu;
+  // The kernel takes a process's name from the file it runs: here one with an escape sequence.
+  const std::string name = "evil\033[2Jx";
+  const std::string program = temporary_folder() + "/" + name;
+  std::filesystem::create_symlink(sim_tool(), program);
+  BackgroundCommand holder({program, "workload", "alloc a 3MiB; print ready; sleep 30s"});
+  ASSERT_TRUE(holder.wait_for_output("ready"));
+  const CommandResult table = run_command({gpumem_binary(), "list"});
+  EXPECT_EQ(table.out.find('\033'), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find(std::to_string(holder.pid()) + "  evil?[2Jx"), std::string::npos)
+      << table.out;
+  const CommandResult watch = run_command({gpumem_binary(), "watch", "--count", "1"});
+  EXPECT_EQ(watch.out.find('\033'), std::string::npos) << watch.out;
+  EXPECT_NE(watch.out.find(" evil?[2Jx 3.0 MiB"), std::string::npos) << watch.out;
+  // JSON and CSV say what the kernel says.
+  const auto document = nlohmann::json::parse(run_command({gpumem_binary(), "list", "--json"}).out);
+  EXPECT_EQ(document["devices"][0]["processes"][0]["name"], name);
+}
+
+TEST(List, RejectsABadWidth) {
+  SimGpu gpu;
+  for (const std::vector<std::string>& arguments : {std::vector<std::string>{"--width", "10"},
+                                                    {"--width", "wide"},
+                                                    {"--wide", "--width", "100"}}) {
+    std::vector<std::string> command = {gpumem_binary(), "list"};
+    command.insert(command.end(), arguments.begin(), arguments.end());
+    const CommandResult result = run_command(command);
+    EXPECT_EQ(result.exit_code, 2) << arguments[1];
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    EXPECT_EQ(result.out, "");
+  }
 }
 
 TEST(List, JsonHoldsTheDevicesAndTheProcessesWithTheirBytes) {

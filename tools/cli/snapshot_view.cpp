@@ -1,8 +1,12 @@
 #include "snapshot_view.hpp"
 
+#include <algorithm>
+
+#include "bar.hpp"
+#include "fitted_table.hpp"
 #include "format.hpp"
 #include "gpumem/diagnostics.hpp"
-#include "table.hpp"
+#include "text_width.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -15,6 +19,27 @@ std::string csv_field(const std::string& text) {
     quoted += c;
   }
   return quoted + "\"";
+}
+
+// The shortest prefixes of at least `length` characters that still tell the texts apart.
+std::vector<std::string> unique_prefixes(const std::vector<std::string>& texts,
+                                         std::size_t length) {
+  for (;; ++length) {
+    std::vector<std::string> prefixes;
+    for (const std::string& text : texts) prefixes.push_back(text.substr(0, length));
+    std::vector<std::string> sorted = prefixes;
+    std::sort(sorted.begin(), sorted.end());
+    const bool unique = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
+    const bool whole = std::all_of(texts.begin(), texts.end(),
+                                   [&](const std::string& text) { return text.size() <= length; });
+    if (unique || whole) return prefixes;
+  }
+}
+
+std::string without_vendor(const std::string& name) {
+  static const std::string vendor = "NVIDIA ";
+  return name.rfind(vendor, 0) == 0 && name.size() > vendor.size() ? name.substr(vendor.size())
+                                                                   : name;
 }
 
 std::string memory_cell(const DeviceSnapshot& device, std::uint64_t bytes) {
@@ -33,38 +58,114 @@ std::string no_device_message() {
   return message;
 }
 
-std::string snapshot_table(const std::vector<DeviceSnapshot>& snapshot, const PeakByDevice& peaks) {
-  std::vector<std::string> headers = {">GPU",   ">NVML", "NAME",  "UUID",     "PCI BUS ID",
-                                      ">TOTAL", ">USED", ">FREE", ">RESERVED"};
-  if (!peaks.empty()) headers.push_back(">PEAK USED");
-  Table devices_table(headers);
-  Table processes_table({">GPU", ">PID", "PROCESS", ">MEMORY"});
+namespace {
+
+// The devices table's columns and the order in which they give way (snapshot_view.hpp).
+FitLayout devices_layout(const std::vector<DeviceSnapshot>& snapshot, const PeakByDevice& peaks,
+                         const TextStyle& style) {
+  std::vector<std::string> uuids;
+  for (const DeviceSnapshot& device : snapshot) uuids.push_back(printable(device.info.uuid));
+  enum : std::size_t {
+    kGpu,
+    kNvml,
+    kName,
+    kUuid,
+    kPci,
+    kTotal,
+    kUsed,
+    kFree,
+    kReserved,
+    kPeak,
+    kBar
+  };
+  FitLayout layout{{{">GPU"},
+                    {">NVML"},
+                    {"NAME", {}, {}, 10},
+                    {"UUID", {}, unique_prefixes(uuids, 12)},
+                    {"PCI BUS ID"},
+                    {">TOTAL"},
+                    {">USED"},
+                    {">FREE"},
+                    {">RESERVED"},
+                    {">PEAK USED"},
+                    {"USED OF TOTAL"}},
+                   {{FitStep::drop, kPci},
+                    {FitStep::shorten, kUuid},
+                    {FitStep::drop, kReserved},
+                    {FitStep::drop, kNvml},
+                    {FitStep::drop, kUuid},
+                    {FitStep::shorten, kName}}};
+  std::vector<BarValues> bars;
+  auto& columns = layout.columns;
   for (const DeviceSnapshot& device : snapshot) {
     const GPUMemoryBytes& memory = device.info.memory;
-    std::vector<std::string> row = {std::to_string(device.info.ordinal),
-                                    std::to_string(device.info.nvml_index),
-                                    device.info.name,
-                                    device.info.uuid,
-                                    device.info.pci_bus_id,
-                                    memory_cell(device, memory.total),
-                                    memory_cell(device, memory.used),
-                                    memory_cell(device, memory.free),
-                                    memory_cell(device, memory.reserved)};
-    if (!peaks.empty()) {
-      auto peak = peaks.find(device.info.ordinal);
-      row.push_back(peak == peaks.end() ? "?" : format_bytes(peak->second));
+    columns[kGpu].cells.push_back(std::to_string(device.info.ordinal));
+    columns[kNvml].cells.push_back(std::to_string(device.info.nvml_index));
+    columns[kName].cells.push_back(printable(device.info.name));
+    columns[kName].short_cells.push_back(printable(without_vendor(device.info.name)));
+    columns[kUuid].cells.push_back(printable(device.info.uuid));
+    columns[kPci].cells.push_back(printable(device.info.pci_bus_id));
+    columns[kTotal].cells.push_back(memory_cell(device, memory.total));
+    columns[kUsed].cells.push_back(memory_cell(device, memory.used));
+    columns[kFree].cells.push_back(memory_cell(device, memory.free));
+    columns[kReserved].cells.push_back(memory_cell(device, memory.reserved));
+    const auto peak = peaks.find(device.info.ordinal);
+    columns[kPeak].cells.push_back(peak != peaks.end() ? format_bytes(peak->second) : "?");
+    BarValues values{memory.used, device.memory_known ? memory.total : 0, std::nullopt};
+    if (peak != peaks.end()) {
+      values.peak = static_cast<std::uint64_t>(std::max<std::int64_t>(0, peak->second));
     }
-    devices_table.add_row(std::move(row));
-    for (const ProcessRow& process : device.processes) {
-      processes_table.add_row({std::to_string(device.info.ordinal), std::to_string(process.pid),
-                               process.name.empty() ? "?" : process.name,
-                               process.used_bytes
-                                   ? format_bytes(static_cast<std::int64_t>(*process.used_bytes))
-                                   : "n/a"});
+    bars.push_back(values);
+  }
+  FitColumn& bar = columns[kBar];
+  bar.draw = [bars, style](std::size_t row, std::size_t width) {
+    return usage_bar(bars.at(row), width - bar_width(0), style);
+  };
+  bar.min_width = bar_width(8);
+  bar.max_width = bar_width(40);
+  bar.wide_width = bar_width(20);
+  if (peaks.empty()) {
+    // `list` has no peak: the column goes for good (no step brings it back).
+    columns.erase(columns.begin() + kPeak);
+    for (FitStep& step : layout.steps) {
+      if (step.column > kPeak) --step.column;
     }
   }
-  std::string out = devices_table.render() + "\n";
-  out += processes_table.empty() ? "No processes use GPU memory.\n" : processes_table.render();
+  return layout;
+}
+
+FitLayout processes_layout(const std::vector<DeviceSnapshot>& snapshot) {
+  FitLayout layout{{{">GPU"}, {">PID"}, {"PROCESS", {}, {}, 8}, {">MEMORY"}}, {}};
+  for (const DeviceSnapshot& device : snapshot) {
+    for (const ProcessRow& process : device.processes) {
+      layout.columns[0].cells.push_back(std::to_string(device.info.ordinal));
+      layout.columns[1].cells.push_back(std::to_string(process.pid));
+      layout.columns[2].cells.push_back(process.name.empty() ? "?" : printable(process.name));
+      layout.columns[3].cells.push_back(
+          process.used_bytes ? format_bytes(static_cast<std::int64_t>(*process.used_bytes))
+                             : "n/a");
+    }
+  }
+  return layout;
+}
+
+}  // namespace
+
+std::string snapshot_table(const std::vector<DeviceSnapshot>& snapshot, const PeakByDevice& peaks,
+                           const TableOptions& options) {
+  const std::string ellipsis = options.style.unicode ? "…" : "~";
+  std::string out =
+      fit_table(devices_layout(snapshot, peaks, options.style), options.width, ellipsis);
+  if (!peaks.empty()) {
+    const std::string legend = options.style.unicode
+                                   ? "bars: █ used now, ░ highest used since the watch began"
+                                   : "bars: # used now, = highest used since the watch began";
+    out += (options.width ? truncate_to_width(legend, *options.width, ellipsis) : legend) + "\n";
+  }
+  const FitLayout processes = processes_layout(snapshot);
+  out += "\n";
+  out += processes.columns[0].cells.empty() ? "No processes use GPU memory.\n"
+                                            : fit_table(processes, options.width, ellipsis);
   return out;
 }
 

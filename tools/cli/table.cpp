@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "text_width.hpp"
+
 namespace gpumem::cli {
 
 Table::Table(std::vector<std::string> headers) {
@@ -19,17 +21,17 @@ void Table::add_row(std::vector<std::string> cells) {
 
 std::string Table::render() const {
   std::vector<std::size_t> widths;
-  for (const std::string& header : headers_) widths.push_back(header.size());
+  for (const std::string& header : headers_) widths.push_back(display_width(header));
   for (const auto& row : rows_) {
     for (std::size_t column = 0; column < row.size(); ++column) {
-      widths[column] = std::max(widths[column], row[column].size());
+      widths[column] = std::max(widths[column], display_width(row[column]));
     }
   }
   std::string out;
   auto emit = [&](const std::vector<std::string>& cells) {
     std::string line;
     for (std::size_t column = 0; column < cells.size(); ++column) {
-      const std::string padding(widths[column] - cells[column].size(), ' ');
+      const std::string padding(widths[column] - display_width(cells[column]), ' ');
       if (column > 0) line += "  ";
       line += right_[column] ? padding + cells[column] : cells[column] + padding;
     }

@@ -1,4 +1,5 @@
-// Plain-text tables with columns padded to their widest cell.
+// Plain-text tables with columns padded to their widest cell, in terminal columns (UTF-8 text
+// and colour sequences are measured as they show).
 #pragma once
 
 #include <string>

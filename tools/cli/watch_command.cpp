@@ -13,6 +13,8 @@
 #include "format.hpp"
 #include "gpumem/peak.hpp"
 #include "snapshot_view.hpp"
+#include "text_width.hpp"
+#include "width_options.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -30,7 +32,7 @@ std::string plain_lines(const std::vector<DeviceSnapshot>& snapshot, const PeakB
   std::string out;
   const std::string now = clock_time();
   for (const DeviceSnapshot& device : snapshot) {
-    out += now + " GPU " + std::to_string(device.info.ordinal) + " " + device.info.name +
+    out += now + " GPU " + std::to_string(device.info.ordinal) + " " + printable(device.info.name) +
            ": used " + format_bytes(static_cast<std::int64_t>(device.info.memory.used)) + " of " +
            format_bytes(static_cast<std::int64_t>(device.info.memory.total)) + ", peak " +
            format_bytes(peaks.at(device.info.ordinal)) + ", " +
@@ -38,7 +40,7 @@ std::string plain_lines(const std::vector<DeviceSnapshot>& snapshot, const PeakB
     for (std::size_t i = 0; i < device.processes.size(); ++i) {
       const ProcessRow& process = device.processes[i];
       out += (i == 0 ? ": " : ", ") + std::to_string(process.pid) + " " +
-             (process.name.empty() ? "?" : process.name) + " " +
+             (process.name.empty() ? "?" : printable(process.name)) + " " +
              (process.used_bytes ? format_bytes(static_cast<std::int64_t>(*process.used_bytes))
                                  : "n/a");
     }
@@ -53,6 +55,7 @@ void add_watch_command(CLI::App& app, int& exit_code) {
   struct Options {
     double interval_s = 1.0;
     long count = 0;
+    WidthFlags width;
   };
   auto options = std::make_shared<Options>();
   CLI::App* watch = app.add_subcommand("watch", "Watch the GPUs' memory and processes live");
@@ -60,6 +63,7 @@ void add_watch_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0.01, 86400.0));
   watch->add_option("-n,--count", options->count, "Stop after this many refreshes (0: never)")
       ->check(CLI::NonNegativeNumber);
+  add_width_options(*watch, options->width);
   watch->callback([options, &exit_code] {
     const bool terminal = ::isatty(STDOUT_FILENO) == 1;
     // Between refreshes a native sampler per device keeps the peak, so a spike shorter than the
@@ -91,10 +95,15 @@ void add_watch_command(CLI::App& app, int& exit_code) {
         std::cout << (terminal ? "\033[H\033[2J" : "") << clock_time() << " " << no_device_message()
                   << "\n";
       } else if (terminal) {
+        const TableOptions table = stdout_table_options(options->width);
+        const std::string title = "gpumem watch, every " + format_seconds(options->interval_s) +
+                                  " (Ctrl-C to stop)    " + clock_time();
         std::cout << "\033[H\033[2J"
-                  << "gpumem watch, every " << format_seconds(options->interval_s)
-                  << " (Ctrl-C to stop)    " << clock_time() << "\n\n"
-                  << snapshot_table(snapshot, peaks);
+                  << (table.width
+                          ? truncate_to_width(title, *table.width, table.style.unicode ? "…" : "~")
+                          : title)
+                  << "\n\n"
+                  << snapshot_table(snapshot, peaks, table);
       } else {
         std::cout << plain_lines(snapshot, peaks);
       }

@@ -1,0 +1,78 @@
+#include "text_width.hpp"
+
+#include <unistr.h>
+#include <uniwidth.h>
+
+#include <cstdint>
+
+namespace gpumem::cli {
+namespace {
+
+// The length in bytes of the character or escape sequence at the start of `text`, and its width.
+struct Piece {
+  std::size_t bytes = 0;
+  std::size_t width = 0;
+};
+
+Piece next_piece(std::string_view text) {
+  if (text.size() >= 2 && text[0] == '\033' && text[1] == '[') {
+    std::size_t end = 2;
+    while (end < text.size() && !(text[end] >= 0x40 && text[end] <= 0x7e)) ++end;
+    return {std::min(end + 1, text.size()), 0};
+  }
+  ucs4_t character = 0;
+  const int length =
+      u8_mbtouc(&character, reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
+  const int width = uc_width(character, "UTF-8");
+  // Invalid bytes (decoded as U+FFFD) take one column; control characters none.
+  return {static_cast<std::size_t>(length > 0 ? length : 1),
+          static_cast<std::size_t>(width > 0 ? width : 0)};
+}
+
+}  // namespace
+
+std::size_t display_width(std::string_view text) {
+  std::size_t width = 0;
+  while (!text.empty()) {
+    const Piece piece = next_piece(text);
+    width += piece.width;
+    text.remove_prefix(piece.bytes);
+  }
+  return width;
+}
+
+std::string truncate_to_width(std::string_view text, std::size_t width, std::string_view ellipsis) {
+  if (display_width(text) <= width) return std::string(text);
+  const std::size_t ellipsis_width = display_width(ellipsis);
+  if (ellipsis_width > width) return {};
+  std::string cut;
+  std::size_t used = 0;
+  while (!text.empty()) {
+    const Piece piece = next_piece(text);
+    if (used + piece.width > width - ellipsis_width) break;
+    cut.append(text.substr(0, piece.bytes));
+    used += piece.width;
+    text.remove_prefix(piece.bytes);
+  }
+  return cut + std::string(ellipsis);
+}
+
+std::string printable(std::string_view text) {
+  std::string out;
+  while (!text.empty()) {
+    ucs4_t character = 0;
+    const int length =
+        u8_mbtoucr(&character, reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
+    const std::size_t bytes = length > 0 ? static_cast<std::size_t>(length) : 1;
+    const bool control = character < 0x20 || (character >= 0x7f && character < 0xa0);
+    if (length <= 0 || control) {
+      out += '?';
+    } else {
+      out.append(text.substr(0, bytes));
+    }
+    text.remove_prefix(bytes);
+  }
+  return out;
+}
+
+}  // namespace gpumem::cli
