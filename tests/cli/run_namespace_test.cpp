@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/command_runner.hpp"
@@ -162,6 +163,46 @@ TEST(RunNamespace, InsideAContainerTheCommandsProcessIsMatchedAndNamed) {
   EXPECT_EQ(process["sampled_peak_bytes"], 600 * MiB);
   EXPECT_EQ(summary["devices"][0]["peak_bytes"], 600 * MiB);
   EXPECT_EQ(summary["devices"][0]["bounded_by_device_used"], false);
+}
+
+// The same container, with a process that escaped the injection library: it is the one NVML pid
+// left unmatched, so the run is mixed and the device's rise bounds the peak.
+TEST(RunNamespace, InsideAContainerAnEscapedProcessIsReportedAndTheDeviceBoundsThePeak) {
+  if (const std::string refused = namespaces_refused(); !refused.empty()) GTEST_SKIP() << refused;
+  SimGpu gpu(config(0));
+  const std::string folder = temporary_folder();
+  const std::string host_proc = folder + "/host-proc";
+  std::filesystem::create_directories(host_proc);
+  const std::string json = folder + "/summary.json";
+  const std::string script = folder + "/command.sh";
+  std::ofstream(script) << workload("alloc a 100MiB; sleep 600ms")
+                        << " & sleep 0.2; (unset CUDA_INJECTION64_PATH; exec "
+                        << workload("alloc b 200MiB; sleep 300ms") << ") & wait\n";
+  const std::string inside =
+      "mount -t proc proc " + quoted(host_proc) +
+      " && exec unshare --pid --fork --mount-proc env GPUMEM_SIM_HOST_PROC=" + quoted(host_proc) +
+      " " + quoted(gpumem_binary()) + " run --json " + quoted(json) + " -i 0.005 -- sh " +
+      quoted(script);
+  const CommandResult result = run_command({"unshare", "--mount", "sh", "-c", inside});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto summary = nlohmann::json::parse(read_file(json));
+  EXPECT_EQ(summary["mode"], "mixed") << summary.dump(2);
+  EXPECT_EQ(summary["pid_namespace"]["matched"], 1);
+  EXPECT_EQ(summary["pid_namespace"]["unmatched"], 1);
+  ASSERT_EQ(summary["processes"].size(), 2u);
+  for (const auto& process : summary["processes"]) {
+    if (process["mode"] == "exact") {
+      EXPECT_EQ(process["name"], "gpumem-sim");
+      EXPECT_TRUE(process["pid"].is_number());
+    } else {
+      EXPECT_TRUE(process["pid"].is_null());
+      EXPECT_EQ(process["sampled_peak_bytes"], 700 * MiB);
+    }
+  }
+  const auto& device = summary["devices"][0];
+  EXPECT_EQ(device["bounded_by_device_used"], true);
+  EXPECT_EQ(device["peak_bytes"], 1300 * MiB);
+  EXPECT_NE(result.err.find("pid namespace of its own"), std::string::npos) << result.err;
 }
 
 // gpumem in the host's namespace, the command in a nested one (`unshare --pid`): NSpid says how

@@ -209,10 +209,12 @@ void RunMonitor::sample() {
     for (auto& [key, reading] : held) reading.after = events_held(key, ordinal).value_or(-1);
     pids_->observe(listed, held);
     for (const ProcessMemory& process : listed) {
-      if (!process.used_bytes) continue;
-      const auto bytes = static_cast<std::int64_t>(*process.used_bytes);
       const std::optional<Member> member = pids_->member(process.pid);
       if (!member && !pids_->maybe_member(process.pid)) continue;
+      // No figure (MIG without privileges): an unmatched pid still says the processes cannot
+      // all be told apart.
+      if (!process.used_bytes && member) continue;
+      const auto bytes = static_cast<std::int64_t>(process.used_bytes.value_or(0));
       if (!member) {
         unmapped_sum += bytes;
       } else {
