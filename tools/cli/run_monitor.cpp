@@ -122,10 +122,14 @@ void RunMonitor::give_back_dead_processes() {
     const std::int32_t pid = slot.pid.load(std::memory_order_acquire);
     const std::uint64_t pid_namespace = slot.pid_namespace.load(std::memory_order_acquire);
     // A slot being claimed names no namespace yet.
-    if (pid == 0 || pid_namespace == 0 || pids_->alive({pid, pid_namespace})) continue;
-    run::give_back(*counters_, slot);
+    if (pid <= 0 || pid_namespace == 0 || pids_->alive({pid, pid_namespace})) continue;
+    // Held (no claimer takes a slot that is not free) until its namespace is cleared too, so a
+    // new owner is never read with the dead one's namespace.
     std::int32_t expected = pid;
-    slot.pid.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+    if (!slot.pid.compare_exchange_strong(expected, -1, std::memory_order_acq_rel)) continue;
+    run::give_back(*counters_, slot);
+    slot.pid_namespace.store(0, std::memory_order_relaxed);
+    slot.pid.store(0, std::memory_order_release);
   }
 }
 
@@ -173,7 +177,7 @@ std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> RunMonitor::held_now
   for (const run::ProcessSlot& slot : counters_->processes) {
     const std::int32_t pid = slot.pid.load(std::memory_order_acquire);
     const std::uint64_t pid_namespace = slot.pid_namespace.load(std::memory_order_acquire);
-    if (pid == 0 || pid_namespace == 0) continue;
+    if (pid <= 0 || pid_namespace == 0) continue;
     const std::int64_t bytes = slot.held[ordinal].load();
     held[{pid, pid_namespace}] = {bytes, bytes};
   }

@@ -30,7 +30,7 @@ inline constexpr int kMaxRecords = 4096;   // processes whose attachment is reco
 inline constexpr std::uint64_t kUnknownNamespace = ~std::uint64_t{0};
 
 struct ProcessSlot {
-  std::atomic<std::int32_t> pid;             // 0: free slot
+  std::atomic<std::int32_t> pid;             // 0: free slot; -1: being given back
   std::atomic<std::uint64_t> pid_namespace;  // 0 while being claimed
   std::atomic<std::int64_t> held[kMaxDevices];
 };
