@@ -112,6 +112,24 @@ TEST(RunNamespace, AnUnmatchedPidMakesTheRunMixedAndTheDeviceRiseBoundsThePeak) 
       << run.result.err;
 }
 
+// Two injected processes that start together on one GPU may not be told apart; matched or not,
+// the headline is never below what the device showed for them.
+TEST(RunNamespace, ProcessesStartedTogetherNeverLeaveThePeakBelowTheDevice) {
+  SimGpu gpu(config(kOffset));
+  const std::string line = workload("alloc a 100MiB; sleep 400ms") + " & " +
+                           workload("alloc b 200MiB; sleep 400ms") + " & wait";
+  const RunOutcome run = run_gpumem({}, {}, {"sh", "-c", line});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const auto& summary = run.summary;
+  EXPECT_EQ(summary["exact_processes"], 2) << summary.dump(2);
+  const auto& device = summary["devices"][0];
+  EXPECT_EQ(device["exact_peak_bytes"], 300 * MiB);
+  EXPECT_EQ(device["peak_bytes"], 1300 * MiB);  // both allocations and both contexts
+  const int matched = summary["pid_namespace"]["matched"].get<int>();
+  EXPECT_EQ(summary["mode"], matched == 2 ? "exact" : "mixed");
+  EXPECT_EQ(device["bounded_by_device_used"], matched != 2);
+}
+
 TEST(RunNamespace, SampledWithForeignPidsTheDeviceRiseBoundsThePeak) {
   SimGpu gpu(config(kOffset));
   const RunOutcome run = run_gpumem({}, {"--mode", "sampled"},
