@@ -85,6 +85,8 @@ Config parse_config(const std::string& text) {
       config.process_record_bytes = root.at("process_record_bytes").get<unsigned>();
     }
     if (root.contains("page_bytes")) config.page_bytes = root.at("page_bytes").get<std::uint64_t>();
+    if (root.contains("nvml_pid_offset"))
+      config.nvml_pid_offset = root.at("nvml_pid_offset").get<std::uint32_t>();
     if (!root.contains("devices") || !root.at("devices").is_array()) {
       throw std::runtime_error("config needs a \"devices\" array");
     }
@@ -164,6 +166,7 @@ std::string Config::to_json() const {
   root["cuda_driver_version"] = cuda_driver_version;
   root["process_record_bytes"] = process_record_bytes;
   root["page_bytes"] = page_bytes;
+  root["nvml_pid_offset"] = nvml_pid_offset;
   root["cuda_order"] = cuda_order;
   root["devices"] = json::array();
   for (const DeviceConfig& d : devices) {

@@ -26,6 +26,9 @@ struct Config {
   unsigned process_record_bytes = 24;
   // The unit plain allocations (cuMemAlloc, cuMemAllocPitch) are charged in; 0: to the byte.
   std::uint64_t page_bytes = 0;
+  // Added to every pid NVML reports: the simulated host's pid namespace, for a test that cannot
+  // create a real one (sim choice; see docs/simulator.md). 0: NVML reports pids as they are.
+  std::uint32_t nvml_pid_offset = 0;
   std::vector<int> cuda_order;  // config positions in CUDA FASTEST_FIRST order
   std::vector<DeviceConfig> devices;
 

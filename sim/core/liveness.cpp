@@ -8,14 +8,35 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace gpumem::sim {
 namespace {
 
-// Reads /proc/<pid>/stat; returns false when it cannot. `state` is the one-letter process state.
+// Where the driver's namespace's processes show, and whether its pids are the caller's own (then
+// kill() answers for them, also where /proc hides other users' processes).
+struct DriverProc {
+  std::string root = "/proc";
+  bool own = true;
+};
+
+const DriverProc& driver_proc() {
+  static const DriverProc proc = [] {
+    DriverProc result;
+    if (const char* root = std::getenv("GPUMEM_SIM_HOST_PROC"); root != nullptr && *root != '\0')
+      result.root = root;
+    char link[32] = {};
+    const ssize_t n = ::readlink((result.root + "/self").c_str(), link, sizeof link - 1);
+    result.own = n <= 0 || std::strtol(link, nullptr, 10) == ::getpid();
+    return result;
+  }();
+  return proc;
+}
+
+// Reads <proc>/<pid>/stat; returns false when it cannot. `state` is the one-letter process state.
 bool read_stat(pid_t pid, char* state, std::uint64_t* start_time) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  char path[4200];
+  std::snprintf(path, sizeof path, "%s/%d/stat", driver_proc().root.c_str(), static_cast<int>(pid));
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   char buffer[1024];
@@ -40,6 +61,14 @@ bool read_stat(pid_t pid, char* state, std::uint64_t* start_time) {
 
 }  // namespace
 
+pid_t driver_pid() {
+  // <proc>/self names the caller in the procfs's namespace; a fork child asks again.
+  char link[32] = {};
+  const ssize_t n = ::readlink((driver_proc().root + "/self").c_str(), link, sizeof link - 1);
+  const long pid = n > 0 ? std::strtol(link, nullptr, 10) : 0;
+  return pid > 0 ? static_cast<pid_t>(pid) : ::getpid();
+}
+
 std::uint64_t process_start_time(pid_t pid) {
   char state = 0;
   std::uint64_t start = 0;
@@ -47,11 +76,16 @@ std::uint64_t process_start_time(pid_t pid) {
 }
 
 bool process_exists(pid_t pid) {
+  if (!driver_proc().own) {
+    char path[4200];
+    std::snprintf(path, sizeof path, "%s/%d", driver_proc().root.c_str(), static_cast<int>(pid));
+    return ::access(path, F_OK) == 0;
+  }
   return !(::kill(pid, 0) != 0 && errno == ESRCH);
 }
 
 bool process_alive(pid_t pid, std::uint64_t start_time) {
-  if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
+  if (!process_exists(pid)) return false;
   char state = 0;
   std::uint64_t start = 0;
   if (!read_stat(pid, &state, &start)) return errno == EACCES;  // hidden /proc: trust kill()

@@ -22,7 +22,7 @@ namespace gpumem::sim {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x31534d454d555047ull;  // "GPUMEMS1"
-constexpr std::uint32_t kLayoutVersion = 3;
+constexpr std::uint32_t kLayoutVersion = 4;
 constexpr std::uint32_t kClaiming = 0xFFFFFFFEu;
 constexpr std::uint32_t kReclaiming = 0xFFFFFFFFu;
 constexpr std::int64_t kReclaimIntervalNs = 5'000'000;
@@ -48,8 +48,8 @@ Self& self() {
   static Self s;
   static std::once_flag once;
   std::call_once(once, [] {
-    s.pid = static_cast<std::uint32_t>(::getpid());
-    s.start_time = process_start_time(::getpid());
+    s.pid = static_cast<std::uint32_t>(driver_pid());
+    s.start_time = process_start_time(driver_pid());
   });
   return s;
 }
@@ -66,6 +66,7 @@ void fill(StateFile& file, const Config& config) {
   file.cuda_driver_version = config.cuda_driver_version;
   file.process_record_bytes = config.process_record_bytes;
   file.page_bytes = config.page_bytes;
+  file.nvml_pid_offset = config.nvml_pid_offset;
   file.device_count = static_cast<unsigned>(config.devices.size());
   for (unsigned i = 0; i < file.device_count; ++i) {
     const DeviceConfig& d = config.devices[i];
@@ -197,8 +198,8 @@ bool SharedState::reset(std::string* error) noexcept {
 
 void SharedState::forget_self() {
   Self& s = self();
-  s.pid = static_cast<std::uint32_t>(::getpid());
-  s.start_time = process_start_time(::getpid());
+  s.pid = static_cast<std::uint32_t>(driver_pid());
+  s.start_time = process_start_time(driver_pid());
   for (auto& slot : own_slots_) slot.store(0);
 }
 

@@ -49,6 +49,7 @@ struct StateFile {
   int cuda_driver_version;
   unsigned process_record_bytes;
   std::uint64_t page_bytes;
+  std::uint32_t nvml_pid_offset;
   unsigned device_count;
   int cuda_order[kMaxDevices];
   DeviceRecord devices[kMaxDevices];

@@ -152,7 +152,7 @@ nvmlReturn_t running_processes(nvmlDevice_t device, unsigned* count, void* infos
   auto* out = static_cast<unsigned char*>(infos);
   for (const auto& process : processes) {
     nvmlProcessDetail_v1_t record{};
-    record.pid = process.pid;
+    record.pid = process.pid + state->file().nvml_pid_offset;
     record.usedGpuMemory = process.bytes;
     record.gpuInstanceId = 0xFFFFFFFFu;
     record.computeInstanceId = 0xFFFFFFFFu;

@@ -13,6 +13,7 @@ std::string state_json(SharedState& state) {
   root["cuda_driver_version"] = file.cuda_driver_version;
   root["process_record_bytes"] = file.process_record_bytes;
   root["page_bytes"] = file.page_bytes;
+  root["nvml_pid_offset"] = file.nvml_pid_offset;
   root["cuda_order"] = json::array();
   root["devices"] = json::array();
   for (unsigned i = 0; i < state.device_count(); ++i) {

@@ -1,6 +1,7 @@
 // `gpumem run` on jobs as they are launched for real: processes that escape the injection library,
 // descendants left running, signals other than the terminal's, runs killed outright.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <gtest/gtest.h>
 
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/command_runner.hpp"
@@ -221,6 +223,81 @@ TEST(RunModes, ACountersFileLeftByAKilledRunIsRemovedByTheNext) {
   const CommandResult next = run_command({gpumem_binary(), "run", "--", "true"});
   EXPECT_EQ(next.exit_code, 0) << next.err;
   EXPECT_EQ(tmpdir.files(), 0u);
+}
+
+// A command that handles the signals a job's owner sends carries on, and so does gpumem: each
+// signal sent to gpumem alone reaches the command once, and the run ends with the command.
+TEST(RunModes, HandledSignalsReachTheCommandOnceAndGpumemCarriesOn) {
+  SimGpu gpu;
+  PrivateTmpdir tmpdir;
+  const std::string go = temporary_folder() + "/go";
+  const std::string script =
+      "for s in USR1 USR2 HUP WINCH INT TERM ALRM; do trap \"echo got $s\" $s; done; "
+      "echo ready; while [ ! -e " +
+      quoted(go) + " ]; do sleep 0.01; done; echo done";
+  BackgroundCommand run({gpumem_binary(), "run", "--", "sh", "-c", script});
+  ASSERT_TRUE(run.wait_for_output("ready"));
+  for (const char* name : {"USR1", "USR2", "HUP", "WINCH", "INT", "TERM", "ALRM"}) {
+    const int signal = name == std::string("USR1")    ? SIGUSR1
+                       : name == std::string("USR2")  ? SIGUSR2
+                       : name == std::string("HUP")   ? SIGHUP
+                       : name == std::string("WINCH") ? SIGWINCH
+                       : name == std::string("INT")   ? SIGINT
+                       : name == std::string("TERM")  ? SIGTERM
+                                                      : SIGALRM;
+    ASSERT_EQ(::kill(run.pid(), signal), 0);
+    EXPECT_TRUE(run.wait_for_output(std::string("got ") + name, std::chrono::seconds(10))) << name;
+  }
+  EXPECT_EQ(::kill(run.pid(), 0), 0);  // gpumem still runs
+  { std::ofstream(go) << ""; }
+  const CommandResult result = run.wait();
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  for (const char* name : {"USR1", "USR2", "HUP", "WINCH", "INT", "TERM", "ALRM"}) {
+    const std::string line = std::string("got ") + name + "\n";
+    const std::size_t first = result.out.find(line);
+    EXPECT_NE(first, std::string::npos) << result.out;
+    EXPECT_EQ(result.out.find(line, first + 1), std::string::npos) << "twice: " << result.out;
+  }
+  EXPECT_NE(result.out.find("done"), std::string::npos);
+  EXPECT_EQ(tmpdir.files(), 0u);
+}
+
+// A summary must be written whatever bytes the command line holds; a crash there would also
+// leave the counters file behind.
+TEST(RunModes, ACommandLineThatIsNotUtf8StillGetsItsSummary) {
+  SimGpu gpu;
+  PrivateTmpdir tmpdir;
+  const std::string json = temporary_folder() + "/summary.json";
+  const CommandResult result =
+      run_command({gpumem_binary(), "run", "--json", json, "--", "sh", "-c", "exit 4", "\xff\xfe"});
+  EXPECT_EQ(result.exit_code, 4) << result.err;
+  const auto summary = nlohmann::json::parse(read_file(json));
+  EXPECT_EQ(summary["exit_code"], 4);
+  EXPECT_EQ(summary["command"].size(), 4u);
+  EXPECT_EQ(tmpdir.files(), 0u);
+}
+
+// A folder shared between containers holds the files of runs in other pid namespaces, whose pids
+// say nothing here: only this namespace's dead runs are cleaned.
+TEST(RunModes, ACountersFileOfAnotherPidNamespaceIsLeftAlone) {
+  SimGpu gpu;
+  PrivateTmpdir tmpdir;
+  const std::string folder = std::getenv("TMPDIR");
+  struct stat own {};
+  ASSERT_EQ(::stat("/proc/self/ns/pid", &own), 0);
+  // 4194304 is beyond any pid: no such process runs, in any namespace.
+  const std::string dead_here =
+      folder + "/gpumem-run-4194304-ns" + std::to_string(own.st_ino) + "-aaaaaa";
+  const std::string dead_before_namespaces = folder + "/gpumem-run-4194304-bbbbbb";
+  const std::string elsewhere =
+      folder + "/gpumem-run-4194304-ns" + std::to_string(own.st_ino + 1) + "-cccccc";
+  for (const std::string& path : {dead_here, dead_before_namespaces, elsewhere})
+    std::ofstream(path) << "x";
+  const CommandResult next = run_command({gpumem_binary(), "run", "--", "true"});
+  EXPECT_EQ(next.exit_code, 0) << next.err;
+  EXPECT_FALSE(std::filesystem::exists(dead_here));
+  EXPECT_FALSE(std::filesystem::exists(dead_before_namespaces));
+  EXPECT_TRUE(std::filesystem::exists(elsewhere));
 }
 
 }  // namespace

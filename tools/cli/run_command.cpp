@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <unordered_set>
 
@@ -56,8 +57,11 @@ std::string temporary_folder() {
 }
 
 // Removes the counters files that runs killed before they could remove their own (SIGKILL, a
-// power cut) left: named gpumem-run-PID-*, ours (same user), and PID no longer runs.
+// power cut) left: named gpumem-run-PID-nsNS-*, ours (same user), of our pid namespace (a
+// folder shared between containers holds other namespaces' files, whose PID says nothing here)
+// and PID no longer runs. Files named before namespaces were (gpumem-run-PID-*) count as ours.
 void remove_stale_counters_files(const std::string& folder) {
+  const std::uint64_t own_namespace = run::own_pid_namespace();
   DIR* directory = ::opendir(folder.c_str());
   if (directory == nullptr) return;
   constexpr std::string_view prefix = "gpumem-run-";
@@ -68,6 +72,11 @@ void remove_stale_counters_files(const std::string& folder) {
     char* end = nullptr;
     const long pid = std::strtol(rest.c_str(), &end, 10);
     if (pid <= 0 || end == nullptr || *end != '-') continue;
+    if (std::strncmp(end + 1, "ns", 2) == 0) {
+      char* after = nullptr;
+      const unsigned long long pid_namespace = std::strtoull(end + 3, &after, 10);
+      if (after == end + 3 || *after != '-' || pid_namespace != own_namespace) continue;
+    }
     if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // still running
     const std::string path = folder + "/" + std::string(name);
     struct stat info {};
@@ -84,7 +93,8 @@ class CountersFile {
   bool create(std::string* error) {
     const std::string folder = temporary_folder();
     remove_stale_counters_files(folder);
-    std::string pattern = folder + "/gpumem-run-" + std::to_string(::getpid()) + "-XXXXXX";
+    std::string pattern = folder + "/gpumem-run-" + std::to_string(::getpid()) + "-ns" +
+                          std::to_string(run::own_pid_namespace()) + "-XXXXXX";
     std::vector<char> name(pattern.begin(), pattern.end());
     name.push_back('\0');
     const int fd = ::mkstemp(name.data());
@@ -133,12 +143,26 @@ std::vector<std::string> child_environment(const std::string& inject, const std:
 void judge_processes(const run::RunCounters* counters, const RunMonitor& monitor,
                      RunResult& result) {
   const auto& attachments = monitor.attachments();
-  std::unordered_set<unsigned> escaped;
+  // A process by how it names itself; an unmatched NVML pid by that pid (namespace 0).
+  std::set<std::pair<std::uint64_t, std::int64_t>> escaped;
+  std::set<unsigned> unmapped;
   std::string first_reason;
+  const PidMapper* pids = monitor.pids();
+  if (pids != nullptr) {
+    result.nvml_pids_foreign = pids->foreign();
+    result.pid_namespace_reason = pids->foreign_reason();
+    result.nested_namespaces = pids->nested_seen();
+    result.matched_pids = pids->matched();
+  }
   for (const ProcessPeak& peak : monitor.process_peaks()) {
     ProcessReport report{peak, false, {}};
-    const auto found = attachments.find(peak.pid);
-    if (counters == nullptr) {
+    const auto found = peak.key ? attachments.find(*peak.key) : attachments.end();
+    if (!peak.key) {
+      unmapped.insert(peak.pid);
+      report.reason = "NVML's pid " + std::to_string(peak.pid) +
+                      " matches none of the command's processes (another pid namespace's: one of "
+                      "the command's processes, or another container's)";
+    } else if (counters == nullptr) {
       report.reason = result.fallback_reason.empty() ? "sampled mode" : result.fallback_reason;
     } else if (found == attachments.end()) {
       report.reason = "did not load the injection library";
@@ -148,23 +172,28 @@ void judge_processes(const run::RunCounters* counters, const RunMonitor& monitor
       report.reason = found->second.reason;
     }
     if (!report.exact && counters != nullptr) {
-      escaped.insert(peak.pid);
-      if (first_reason.empty())
-        first_reason = "process " + std::to_string(peak.pid) +
+      escaped.insert(
+          peak.key ? std::pair<std::uint64_t, std::int64_t>{peak.key->pid_namespace, peak.key->pid}
+                   : std::pair<std::uint64_t, std::int64_t>{0, peak.pid});
+      if (first_reason.empty()) {
+        const int shown = peak.local_pid > 0 ? peak.local_pid : static_cast<int>(peak.pid);
+        first_reason = "process " + std::to_string(shown) +
                        (peak.name.empty() ? "" : " (" + peak.name + ")") + ": " + report.reason;
+      }
     }
     result.processes.push_back(std::move(report));
   }
+  result.unmapped_processes = static_cast<int>(unmapped.size());
   if (counters == nullptr) return;  // sampled, with the reason already given
-  for (const auto& [pid, attachment] : attachments) {
+  for (const auto& [key, attachment] : attachments) {
     if (attachment.exact) {
       ++result.exact_processes;
-    } else if (escaped.insert(pid).second && first_reason.empty()) {
-      first_reason = "process " + std::to_string(pid) + ": " + attachment.reason;
+    } else if (escaped.insert({key.pid_namespace, key.pid}).second && first_reason.empty()) {
+      first_reason = "process " + std::to_string(key.pid) + ": " + attachment.reason;
     }
   }
   if (counters->record_count.load() > run::kMaxRecords && first_reason.empty()) {
-    escaped.insert(0);
+    escaped.insert({0, 0});
     first_reason = "too many CUDA processes to record";
   }
   result.escaped_processes = static_cast<int>(escaped.size());
@@ -183,7 +212,9 @@ bool write_reports(const RunOptions& options, const RunResult& result, const Run
       written = false;
     }
   };
-  write(options.json_path, summary_json(result).dump(2) + "\n");
+  // Names and arguments need not be UTF-8 (a kernel-cut command name, a Latin-1 file name).
+  write(options.json_path,
+        summary_json(result).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   write(options.timeline_path, timeline_csv(monitor.timeline()));
   write(options.plot_path, svg_plot(result, monitor.timeline()));
   return written;

@@ -55,6 +55,8 @@ void RunMonitor::baseline() {
     const auto used = gpu_mem_get_used_bytes_fast(track.handle);
     track.device_start = used ? static_cast<std::int64_t>(*used) : 0;
     track.device_peak = track.device_end = track.device_start;
+    for (const ProcessMemory& process : device_processes(track.info.ordinal))
+      baseline_processes_.push_back(process);
   }
 }
 
@@ -68,7 +70,8 @@ double RunMonitor::elapsed_s() const {
 
 void RunMonitor::start(int root, double interval_s) {
   start_ns_ = monotonic_ns();
-  tree_ = std::make_unique<ProcessTree>(root, static_cast<int>(::getpid()));
+  pids_ = std::make_unique<PidMapper>(root, static_cast<int>(::getpid()));
+  pids_->note_baseline(baseline_processes_);
   // The forwarded signals must reach the thread that waits for the command, not this one.
   const sigset_t forwarded = forwarded_set();
   sigset_t original;
@@ -85,7 +88,16 @@ void RunMonitor::stop() {
   }
   stop_signal_.notify_all();  // the report should not wait out the rest of an interval
   if (thread_.joinable()) thread_.join();
-  if (tree_) sample();  // the levels the command left behind
+  if (!pids_) return;
+  sample();  // the levels the command left behind
+  // A pid that may be the command's and was never matched: the processes cannot all be told
+  // apart, and the device's rise over the run is what bounds the command's peak.
+  for (DeviceTrack& track : devices_) {
+    track.bounded_by_device =
+        std::any_of(process_peaks_.begin(), process_peaks_.end(), [&](const ProcessPeak& peak) {
+          return peak.device == track.info.ordinal && !peak.key && pids_->maybe_member(peak.pid);
+        });
+  }
 }
 
 void RunMonitor::loop(double interval_s) {
@@ -108,10 +120,16 @@ void RunMonitor::loop(double interval_s) {
 void RunMonitor::give_back_dead_processes() {
   for (run::ProcessSlot& slot : counters_->processes) {
     const std::int32_t pid = slot.pid.load(std::memory_order_acquire);
-    if (pid == 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
-    run::give_back(*counters_, slot);
+    const std::uint64_t pid_namespace = slot.pid_namespace.load(std::memory_order_acquire);
+    // A slot being claimed names no namespace yet.
+    if (pid <= 0 || pid_namespace == 0 || pids_->alive({pid, pid_namespace})) continue;
+    // Held (no claimer takes a slot that is not free) until its namespace is cleared too, so a
+    // new owner is never read with the dead one's namespace.
     std::int32_t expected = pid;
-    slot.pid.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+    if (!slot.pid.compare_exchange_strong(expected, -1, std::memory_order_acq_rel)) continue;
+    run::give_back(*counters_, slot);
+    slot.pid_namespace.store(0, std::memory_order_relaxed);
+    slot.pid.store(0, std::memory_order_release);
   }
 }
 
@@ -123,7 +141,7 @@ void RunMonitor::read_attachments() {
     const run::AttachRecord& record = counters_->records[records_read_];
     const std::int32_t state = record.state.load(std::memory_order_acquire);
     if (state == 0) break;
-    Attachment& attachment = attachments_[static_cast<unsigned>(record.pid.load())];
+    Attachment& attachment = attachments_[{record.pid.load(), record.pid_namespace.load()}];
     // A process counted exactly once (before an exec, or after) stays so: its events counted.
     if (state == run::kAttachedExact) {
       attachment = {true, {}};
@@ -134,20 +152,36 @@ void RunMonitor::read_attachments() {
   }
 }
 
-bool RunMonitor::counted_exactly(unsigned pid) const {
-  const auto found = attachments_.find(pid);
+bool RunMonitor::counted_exactly(const ProcessKey& key) const {
+  const auto found = attachments_.find(key);
   return found != attachments_.end() && found->second.exact;
 }
 
 // What a process's events hold on a device now; nullopt once it gave its slot back (it is
 // exiting: what NVML still shows for it is no longer beyond its events).
-std::optional<std::int64_t> RunMonitor::events_held(unsigned pid, int ordinal) const {
+std::optional<std::int64_t> RunMonitor::events_held(const ProcessKey& key, int ordinal) const {
   if (ordinal < 0 || ordinal >= run::kMaxDevices) return std::nullopt;
   for (const run::ProcessSlot& slot : counters_->processes) {
-    if (slot.pid.load(std::memory_order_acquire) == static_cast<std::int32_t>(pid))
+    if (slot.pid.load(std::memory_order_acquire) == key.pid &&
+        slot.pid_namespace.load(std::memory_order_acquire) == key.pid_namespace)
       return slot.held[ordinal].load(std::memory_order_relaxed);
   }
   return std::nullopt;
+}
+
+// What each injected process's events hold on the device now (`before` and `after` alike).
+std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> RunMonitor::held_now(
+    int ordinal) const {
+  std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> held;
+  if (counters_ == nullptr || ordinal < 0 || ordinal >= run::kMaxDevices) return held;
+  for (const run::ProcessSlot& slot : counters_->processes) {
+    const std::int32_t pid = slot.pid.load(std::memory_order_acquire);
+    const std::uint64_t pid_namespace = slot.pid_namespace.load(std::memory_order_acquire);
+    if (pid <= 0 || pid_namespace == 0) continue;
+    const std::int64_t bytes = slot.held[ordinal].load();
+    held[{pid, pid_namespace}] = {bytes, bytes};
+  }
+  return held;
 }
 
 void RunMonitor::sample() {
@@ -161,38 +195,47 @@ void RunMonitor::sample() {
     const int ordinal = track.info.ordinal;
     if (const auto used = gpu_mem_get_used_bytes_fast(track.handle)) {
       track.device_end = static_cast<std::int64_t>(*used);
-      track.device_peak = std::max(track.device_peak, track.device_end);
+      if (track.device_end > track.device_peak) {
+        track.device_peak = track.device_end;
+        track.device_peak_time_s = time_s;
+      }
       if (keep_timeline_)
         timeline_.push_back({time_s, ordinal, Series::device, 0, track.device_end});
     }
     std::int64_t tree_sum = 0;
-    std::int64_t escaped_sum = 0;  // of the processes not counted exactly
-    std::int64_t context_sum = 0;  // of those counted exactly, beyond their events
+    std::int64_t escaped_sum = 0;   // of the processes not counted exactly
+    std::int64_t context_sum = 0;   // of those counted exactly, beyond their events
+    std::int64_t unmapped_sum = 0;  // of the pids that may be the command's, unmatched
     // What the events held before NVML was read and after: an event in between must not pass
     // for context memory.
-    std::unordered_map<unsigned, std::int64_t> held_before;
-    if (counters_ != nullptr && ordinal >= 0 && ordinal < run::kMaxDevices) {
-      for (const run::ProcessSlot& slot : counters_->processes) {
-        if (const std::int32_t pid = slot.pid.load(std::memory_order_acquire); pid != 0)
-          held_before[static_cast<unsigned>(pid)] = slot.held[ordinal].load();
+    std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> held = held_now(ordinal);
+    const std::vector<ProcessMemory> listed = device_processes(ordinal);
+    for (auto& [key, reading] : held) reading.after = events_held(key, ordinal).value_or(-1);
+    pids_->observe(listed, held);
+    for (const ProcessMemory& process : listed) {
+      const std::optional<Member> member = pids_->member(process.pid);
+      if (!member && !pids_->maybe_member(process.pid)) continue;
+      // No figure (MIG without privileges): an unmatched pid still says the processes cannot
+      // all be told apart.
+      if (!process.used_bytes && member) continue;
+      const auto bytes = static_cast<std::int64_t>(process.used_bytes.value_or(0));
+      if (!member) {
+        unmapped_sum += bytes;
+      } else {
+        tree_sum += bytes;
       }
-    }
-    for (const ProcessMemory& process : device_processes(ordinal)) {
-      if (!process.used_bytes || !tree_->contains(static_cast<int>(process.pid))) continue;
-      const auto bytes = static_cast<std::int64_t>(*process.used_bytes);
-      tree_sum += bytes;
-      if (counters_ == nullptr) {
-      } else if (!counted_exactly(process.pid)) {
+      if (!member || counters_ == nullptr) {
+      } else if (!counted_exactly(member->key)) {
         escaped_sum += bytes;
       } else {
-        const auto before = held_before.find(process.pid);
-        const std::optional<std::int64_t> after = events_held(process.pid, ordinal);
-        const std::uint64_t key = std::uint64_t{process.pid} * run::kMaxDevices + ordinal;
+        const auto reading = held.find(member->key);
+        const std::optional<std::int64_t> after = events_held(member->key, ordinal);
         // Only a reading no event overlapped tells the context apart from the events; the
         // last such estimate stands in for the others.
-        if (before != held_before.end() && after && before->second == *after)
-          contexts_[key] = std::max<std::int64_t>(0, bytes - *after);
-        if (const auto known = contexts_.find(key); after && known != contexts_.end())
+        if (reading != held.end() && after && reading->second.before == *after)
+          contexts_[member->key][ordinal] = std::max<std::int64_t>(0, bytes - *after);
+        const auto& contexts = contexts_[member->key];
+        if (const auto known = contexts.find(ordinal); after && known != contexts.end())
           context_sum += known->second;
       }
       if (keep_timeline_)
@@ -201,11 +244,18 @@ void RunMonitor::sample() {
         return p.pid == process.pid && p.device == ordinal;
       });
       if (known == process_peaks_.end()) {
-        process_peaks_.push_back({process.pid, process_name(process.pid), ordinal, bytes});
+        process_peaks_.push_back({process.pid, std::nullopt, 0, {}, ordinal, bytes});
+        known = std::prev(process_peaks_.end());
       } else {
         known->peak = std::max(known->peak, bytes);
       }
+      if (member && !known->key) {  // matched now, or first seen
+        known->key = member->key;
+        known->local_pid = member->local_pid;
+        if (member->local_pid > 0) known->name = process_name(member->local_pid);
+      }
     }
+    track.unmapped_peak = std::max(track.unmapped_peak, unmapped_sum);
     if (keep_timeline_) timeline_.push_back({time_s, ordinal, Series::tree, 0, tree_sum});
     if (tree_sum > track.tree_peak) {
       track.tree_peak = tree_sum;

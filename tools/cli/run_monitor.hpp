@@ -15,7 +15,7 @@
 
 #include "gpumem/device.hpp"
 #include "gpumem/memory.hpp"
-#include "process_tree.hpp"
+#include "pid_mapper.hpp"
 #include "run_counters.hpp"
 
 namespace gpumem::cli {
@@ -36,6 +36,7 @@ struct DeviceTrack {
   GpuHandle handle;
   std::int64_t device_start = 0;  // NVML used when the command started
   std::int64_t device_peak = 0;
+  double device_peak_time_s = 0;
   std::int64_t device_end = 0;
   std::int64_t tree_peak = 0;  // the highest sum of the tree's per-process usage
   double tree_peak_time_s = 0;
@@ -52,6 +53,11 @@ struct DeviceTrack {
   // processes that were not counted exactly (a mixed run).
   std::int64_t mixed_peak = 0;
   double mixed_peak_time_s = 0;
+  // When NVML's pids are another namespace's: the highest sum, at a sample, of what the pids that
+  // may be the command's but matched none of its processes held. When any stays unmatched, the
+  // command's processes cannot all be told apart, and the device's rise bounds the peak.
+  std::int64_t unmapped_peak = 0;
+  bool bounded_by_device = false;
 };
 
 // How a process that loaded the injection library is measured.
@@ -61,7 +67,9 @@ struct Attachment {
 };
 
 struct ProcessPeak {
-  unsigned pid = 0;
+  unsigned pid = 0;               // as NVML lists it
+  std::optional<ProcessKey> key;  // the command's process behind it; none when unmatched
+  int local_pid = 0;              // its pid in gpumem's namespace, 0 when unknown
   std::string name;
   int device = 0;
   std::int64_t peak = 0;
@@ -86,16 +94,21 @@ class RunMonitor {
   const std::vector<DeviceTrack>& devices() const { return devices_; }
   const std::vector<TimelineRow>& timeline() const { return timeline_; }
   std::vector<ProcessPeak> process_peaks() const { return process_peaks_; }
-  // The processes that loaded the injection library, by pid (read at each sample).
-  const std::unordered_map<unsigned, Attachment>& attachments() const { return attachments_; }
+  // The processes that loaded the injection library (read at each sample).
+  const std::unordered_map<ProcessKey, Attachment, ProcessKeyHash>& attachments() const {
+    return attachments_;
+  }
+  // How NVML's pids were matched to the command's processes; null before start().
+  const PidMapper* pids() const { return pids_.get(); }
 
  private:
   void loop(double interval_s);
   void sample();
   void give_back_dead_processes();
   void read_attachments();
-  bool counted_exactly(unsigned pid) const;
-  std::optional<std::int64_t> events_held(unsigned pid, int ordinal) const;
+  bool counted_exactly(const ProcessKey& key) const;
+  std::optional<std::int64_t> events_held(const ProcessKey& key, int ordinal) const;
+  std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> held_now(int ordinal) const;
   double now_s() const;
 
   std::vector<DeviceTrack> devices_;
@@ -103,7 +116,8 @@ class RunMonitor {
   bool keep_timeline_;
   std::int64_t start_ns_ = 0;
   std::int64_t stop_ns_ = 0;
-  std::unique_ptr<ProcessTree> tree_;
+  std::unique_ptr<PidMapper> pids_;
+  std::vector<ProcessMemory> baseline_processes_;
   std::mutex stop_mutex_;
   std::condition_variable stop_signal_;
   bool stopping_ = false;
@@ -111,10 +125,10 @@ class RunMonitor {
   std::size_t samples_ = 0;
   std::vector<TimelineRow> timeline_;
   std::vector<ProcessPeak> process_peaks_;
-  std::unordered_map<unsigned, Attachment> attachments_;
+  std::unordered_map<ProcessKey, Attachment, ProcessKeyHash> attachments_;
   std::int32_t records_read_ = 0;
-  // Per process and device (pid * kMaxDevices + ordinal): NVML's figure beyond the events.
-  std::unordered_map<std::uint64_t, std::int64_t> contexts_;
+  // Per process and device ordinal: NVML's figure beyond the events.
+  std::unordered_map<ProcessKey, std::unordered_map<int, std::int64_t>, ProcessKeyHash> contexts_;
 };
 
 }  // namespace gpumem::cli

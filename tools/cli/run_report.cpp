@@ -50,21 +50,30 @@ const char* to_string(Measured measured) {
 // The process footprint: exactly, the events' peak, but never below what NVML showed the
 // command's processes holding at any sample (contexts and modules, which no event shows).
 // In a mixed run, also never below the exact level plus what the escaped processes held.
+// When some of NVML's pids could not be matched to the command's processes, never below the
+// device's rise over the run either.
 std::int64_t command_peak(const RunResult& result, const DeviceTrack& device) {
+  const std::int64_t bound = device.bounded_by_device ? device_rise(device) : std::int64_t{0};
   switch (result.measured) {
     case Measured::exact:
-      return std::max({device.footprint_peak, device.exact_peak, device.tree_peak});
+      return std::max({device.footprint_peak, device.exact_peak, device.tree_peak, bound});
     case Measured::mixed:
       return std::max(
-          {device.footprint_peak, device.exact_peak, device.tree_peak, device.mixed_peak});
+          {device.footprint_peak, device.exact_peak, device.tree_peak, device.mixed_peak, bound});
     case Measured::sampled:
       break;
   }
-  return device.tree_peak;
+  return std::max(device.tree_peak, bound);
+}
+
+std::int64_t device_rise(const DeviceTrack& device) {
+  return std::max<std::int64_t>(0, device.device_peak - device.device_start);
 }
 
 double command_peak_time(const RunResult& result, const DeviceTrack& device) {
   const std::int64_t peak = command_peak(result, device);
+  if (device.bounded_by_device && peak == device_rise(device) && peak > 0)
+    return device.device_peak_time_s;
   if (result.measured != Measured::sampled && device.footprint_peak == peak && peak > 0)
     return device.footprint_peak_time_s;
   if (result.measured != Measured::sampled && device.exact_peak == peak && peak > 0)
@@ -112,6 +121,17 @@ std::string summary_text(const RunResult& result) {
     }
     out += "; device used peak " + format_bytes(device.device_peak) + " (from " +
            format_bytes(device.device_start) + ")\n";
+    if (device.bounded_by_device) {
+      out += "gpumem: GPU " + std::to_string(device.info.ordinal) +
+             ": some of NVML's pids match none of the command's processes; the peak is at least "
+             "the device's rise over the run, " +
+             format_bytes(device_rise(device)) + " (which counts any other process's change too)\n";
+    }
+  }
+  if (result.nvml_pids_foreign) {
+    out += "gpumem: " + result.pid_namespace_reason + ": " + std::to_string(result.matched_pids) +
+           " matched to the command's processes by their memory, " +
+           std::to_string(result.unmapped_processes) + " unmatched\n";
   }
   if (result.devices.empty()) out += "gpumem: no GPU was measured\n";
   if (!result.descendants_running.empty()) {
@@ -148,17 +168,22 @@ nlohmann::ordered_json summary_json(const RunResult& result) {
         {"device_used_start_bytes", device.device_start},
         {"device_used_peak_bytes", device.device_peak},
         {"device_used_end_bytes", device.device_end},
+        {"unmapped_peak_bytes", device.unmapped_peak},
+        {"bounded_by_device_used", device.bounded_by_device},
     });
   }
   nlohmann::ordered_json processes = nlohmann::ordered_json::array();
   for (const ProcessReport& process : result.processes) {
-    processes.push_back({{"pid", process.peak.pid},
-                         {"name", process.peak.name},
-                         {"device", process.peak.device},
-                         {"mode", process.exact ? "exact" : "sampled"},
-                         {"reason", process.exact ? nlohmann::ordered_json()
-                                                  : nlohmann::ordered_json(process.reason)},
-                         {"sampled_peak_bytes", process.peak.peak}});
+    processes.push_back(
+        {{"pid", process.peak.local_pid > 0 ? nlohmann::ordered_json(process.peak.local_pid)
+                                            : nlohmann::ordered_json()},
+         {"nvml_pid", process.peak.pid},
+         {"name", process.peak.name},
+         {"device", process.peak.device},
+         {"mode", process.exact ? "exact" : "sampled"},
+         {"reason",
+          process.exact ? nlohmann::ordered_json() : nlohmann::ordered_json(process.reason)},
+         {"sampled_peak_bytes", process.peak.peak}});
   }
   return {
       {"schema", "gpumem.run/1"},
@@ -179,6 +204,13 @@ nlohmann::ordered_json summary_json(const RunResult& result) {
       {"samples", result.samples},
       {"devices", devices},
       {"processes", processes},
+      {"pid_namespace",
+       {{"nvml_pids", result.nvml_pids_foreign ? "foreign" : "own"},
+        {"reason", result.nvml_pids_foreign ? nlohmann::ordered_json(result.pid_namespace_reason)
+                                            : nlohmann::ordered_json()},
+        {"matched", result.matched_pids},
+        {"unmatched", result.unmapped_processes},
+        {"nested", result.nested_namespaces}}},
   };
 }
 

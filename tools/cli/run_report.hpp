@@ -36,12 +36,21 @@ struct RunResult {
   std::size_t samples = 0;
   std::vector<DeviceTrack> devices;
   std::vector<ProcessReport> processes;
+  // NVML's pids are another namespace's (gpumem runs in a container), and why; how many of them
+  // were matched to the command's injected processes, and how many stayed unmatched.
+  bool nvml_pids_foreign = false;
+  std::string pid_namespace_reason;
+  std::size_t matched_pids = 0;
+  int unmapped_processes = 0;
+  bool nested_namespaces = false;  // some of the command's processes ran in a nested namespace
 };
 
 const char* to_string(Measured measured);
 
 // The command's peak on a device, in the mode that measured it.
 std::int64_t command_peak(const RunResult& result, const DeviceTrack& device);
+// How far the device's used memory rose over the run (peak minus start).
+std::int64_t device_rise(const DeviceTrack& device);
 // When it happened, in seconds since the command started.
 double command_peak_time(const RunResult& result, const DeviceTrack& device);
 

@@ -33,9 +33,12 @@ void on_event(void*, int device, std::int64_t delta_bytes) {
 
 ProcessSlot* claim_slot() {
   const std::int32_t pid = ::getpid();
+  // A fork child or an exec in a new pid namespace is another process with maybe the same pid.
+  const std::uint64_t pid_namespace = gpumem::run::own_pid_namespace();
   for (ProcessSlot& slot : g_counters->processes) {
-    if (slot.pid.load(std::memory_order_relaxed) == pid) {  // our image before an exec
-      gpumem::run::give_back(*g_counters, slot);
+    if (slot.pid.load(std::memory_order_relaxed) == pid &&
+        slot.pid_namespace.load(std::memory_order_relaxed) == pid_namespace) {
+      gpumem::run::give_back(*g_counters, slot);  // our image before an exec
       return &slot;
     }
   }
@@ -44,6 +47,7 @@ ProcessSlot* claim_slot() {
     if (slot.pid.compare_exchange_strong(expected, pid, std::memory_order_acq_rel)) {
       // An event racing its previous owner's exit may have left bytes here: they are not ours.
       gpumem::run::give_back(*g_counters, slot);
+      slot.pid_namespace.store(pid_namespace, std::memory_order_release);
       return &slot;
     }
   }
@@ -55,13 +59,15 @@ void release_slot() {
   ProcessSlot* slot = g_slot.exchange(nullptr, std::memory_order_acq_rel);
   if (slot == nullptr) return;
   gpumem::run::give_back(*g_counters, *slot);
+  slot->pid_namespace.store(0, std::memory_order_relaxed);
   std::int32_t pid = ::getpid();
   slot->pid.compare_exchange_strong(pid, 0, std::memory_order_acq_rel);
 }
 
 void report_fallback(const std::string& reason) {
   g_counters->processes_fallback.fetch_add(1, std::memory_order_relaxed);
-  gpumem::run::record_attach(*g_counters, ::getpid(), false, reason);
+  gpumem::run::record_attach(*g_counters, ::getpid(), gpumem::run::own_pid_namespace(), false,
+                             reason);
   std::int32_t unclaimed = 0;
   if (g_counters->reason_claimed.compare_exchange_strong(unclaimed, 1)) {
     const std::string text = "process " + std::to_string(::getpid()) + ": " + reason;
@@ -81,7 +87,7 @@ void after_fork_in_child() {
   }
   g_counters->processes_attached.fetch_add(1, std::memory_order_relaxed);
   g_counters->processes_exact.fetch_add(1, std::memory_order_relaxed);
-  gpumem::run::record_attach(*g_counters, ::getpid(), true, {});
+  gpumem::run::record_attach(*g_counters, ::getpid(), gpumem::run::own_pid_namespace(), true, {});
   g_slot.store(slot, std::memory_order_release);
 }
 
@@ -126,7 +132,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     return 1;
   }
   g_counters->processes_exact.fetch_add(1, std::memory_order_relaxed);
-  gpumem::run::record_attach(*g_counters, ::getpid(), true, {});
+  gpumem::run::record_attach(*g_counters, ::getpid(), gpumem::run::own_pid_namespace(), true, {});
   ::pthread_atfork(nullptr, nullptr, after_fork_in_child);
   std::atexit(release_slot);
   return 1;

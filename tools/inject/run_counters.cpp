@@ -55,7 +55,13 @@ void give_back(RunCounters& counters, ProcessSlot& slot) noexcept {
   }
 }
 
-void record_attach(RunCounters& counters, std::int32_t pid, bool exact,
+std::uint64_t own_pid_namespace() noexcept {
+  struct stat info {};
+  if (::stat("/proc/self/ns/pid", &info) != 0 || info.st_ino == 0) return kUnknownNamespace;
+  return static_cast<std::uint64_t>(info.st_ino);
+}
+
+void record_attach(RunCounters& counters, std::int32_t pid, std::uint64_t pid_namespace, bool exact,
                    const std::string& reason) noexcept {
   const std::int32_t index = counters.record_count.fetch_add(1, std::memory_order_acq_rel);
   if (index < 0 || index >= kMaxRecords) return;
@@ -64,6 +70,7 @@ void record_attach(RunCounters& counters, std::int32_t pid, bool exact,
   std::memcpy(record.reason, reason.data(), length);
   record.reason[length] = '\0';
   record.pid.store(pid, std::memory_order_relaxed);
+  record.pid_namespace.store(pid_namespace, std::memory_order_relaxed);
   record.state.store(exact ? kAttachedExact : kAttachedFallback, std::memory_order_release);
 }
 

@@ -17,15 +17,21 @@ namespace gpumem::run {
 inline constexpr const char* kCountersVariable = "GPUMEM_RUN_COUNTERS";
 
 inline constexpr std::uint32_t kCountersMagic = 0x67706d72;  // "gpmr"
-inline constexpr std::uint32_t kCountersVersion = 3;
+inline constexpr std::uint32_t kCountersVersion = 4;
 inline constexpr int kMaxDevices = 64;     // CUDA ordinals counted; events beyond are dropped
 inline constexpr int kMaxProcesses = 512;  // CUDA processes of one tree tracked at once
 inline constexpr int kMaxRecords = 4096;   // processes whose attachment is recorded, per run
 
 // What one process still holds, so the monitor can give back what a process that died without
 // freeing (SIGKILL, _exit) held: the driver frees it, and no free event ever comes.
+// A process is named by its pid in its own pid namespace and that namespace (the inode of
+// /proc/self/ns/pid; kUnknownNamespace when it cannot be read): in a nested namespace (a
+// container started by the command) the pid alone is not unique, and it is not the monitor's.
+inline constexpr std::uint64_t kUnknownNamespace = ~std::uint64_t{0};
+
 struct ProcessSlot {
-  std::atomic<std::int32_t> pid;  // 0: free slot
+  std::atomic<std::int32_t> pid;             // 0: free slot; -1: being given back
+  std::atomic<std::uint64_t> pid_namespace;  // 0 while being claimed
   std::atomic<std::int64_t> held[kMaxDevices];
 };
 
@@ -33,6 +39,7 @@ struct ProcessSlot {
 // of the command's GPU processes were counted exactly and which escaped. Written once.
 struct AttachRecord {
   std::atomic<std::int32_t> pid;
+  std::atomic<std::uint64_t> pid_namespace;
   std::atomic<std::int32_t> state;  // 0 being written, 1 exact, 2 not counted (see reason)
   char reason[120];
 };
@@ -103,8 +110,12 @@ void give_back(RunCounters& counters, ProcessSlot& slot) noexcept;
 bool record_device_view(RunCounters& counters, std::string* error);
 std::string device_view_mismatch(const RunCounters& counters);
 
-// Records how process `pid` is measured (`reason` when it is not counted exactly).
-void record_attach(RunCounters& counters, std::int32_t pid, bool exact,
+// The caller's pid namespace, as slots and records name it.
+std::uint64_t own_pid_namespace() noexcept;
+
+// Records how process `pid` (of namespace `pid_namespace`) is measured (`reason` when it is not
+// counted exactly).
+void record_attach(RunCounters& counters, std::int32_t pid, std::uint64_t pid_namespace, bool exact,
                    const std::string& reason) noexcept;
 
 // Maps the file (created by the monitor, or opened by a measured process); nullptr on failure.

@@ -1,10 +1,11 @@
 #include "container_identity.hpp"
 
+#include "procfs/pid_namespace.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <fstream>
-#include <sstream>
 
 namespace gpumem::serve {
 namespace {
@@ -116,18 +117,9 @@ ContainerIdentity ContainerDirectory::identify(unsigned pid) const {
     identity.container = names->second.container;
   }
   // "NSpid: 4242 17": the pid in each nested namespace, the process's own last.
-  std::ifstream status(dir / "status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (!line.starts_with("NSpid:")) continue;
-    std::istringstream pids(line.substr(6));
-    std::string first, last;
-    pids >> first;
-    last = first;
-    for (std::string next; pids >> next;) last = next;
-    if (last != first) identity.container_pid = last;
-    break;
-  }
+  const std::vector<std::uint32_t> pids = procfs::namespace_pids(proc_, std::to_string(pid));
+  if (pids.size() > 1 && pids.back() != pids.front())
+    identity.container_pid = std::to_string(pids.back());
   return identity;
 }
 
@@ -156,15 +148,9 @@ bool PublisherLiveness::running(const PublishedTrace& trace) {
       std::error_code unreadable;
       const std::string ns = std::filesystem::read_symlink(entry.path() / "ns" / "pid", unreadable);
       if (unreadable || ns == own_namespace_) continue;
-      std::ifstream status(entry.path() / "status");
-      for (std::string line; std::getline(status, line);) {
-        if (!line.starts_with("NSpid:")) continue;
-        std::istringstream pids(line.substr(6));
-        unsigned last = 0;
-        for (unsigned next = 0; pids >> next;) last = next;
-        host_pids_[{ns, last}] = host_pid;
-        break;
-      }
+      if (const std::vector<std::uint32_t> pids = procfs::namespace_pids(proc_, name);
+          !pids.empty())
+        host_pids_[{ns, pids.back()}] = host_pid;
     }
   }
   const auto host = host_pids_.find({trace.pid_namespace, trace.pid});
