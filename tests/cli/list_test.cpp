@@ -97,6 +97,22 @@ TEST(List, NoProcessNameCanDriveTheTerminal) {
   EXPECT_EQ(document["devices"][0]["processes"][0]["name"], name);
 }
 
+TEST(List, JsonOfAProcessNameThatIsNotUtf8StillPrints) {
+  SimGpu gpu;
+  // A file name is bytes: a process run from one that is not UTF-8 has such a name.
+  const std::string name = "bad\xff\xfename";
+  const std::string program = temporary_folder() + "/" + name;
+  std::filesystem::create_symlink(sim_tool(), program);
+  BackgroundCommand holder({program, "workload", "alloc a 3MiB; print ready; sleep 30s"});
+  ASSERT_TRUE(holder.wait_for_output("ready"));
+  const CommandResult result = run_command({gpumem_binary(), "list", "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto document = nlohmann::json::parse(result.out);
+  // The bytes that are not UTF-8 become U+FFFD; the rest and the figures are kept.
+  EXPECT_EQ(document["devices"][0]["processes"][0]["name"], "bad\xef\xbf\xbd\xef\xbf\xbdname");
+  EXPECT_EQ(document["devices"][0]["processes"][0]["used_bytes"], 3 * 1024 * 1024);
+}
+
 TEST(List, RejectsABadWidth) {
   SimGpu gpu;
   for (const std::vector<std::string>& arguments : {std::vector<std::string>{"--width", "10"},

@@ -29,7 +29,9 @@ void add_list_command(CLI::App& app, int& exit_code) {
                                          {"driver_version", driver_version()},
                                          {"devices", snapshot_json(snapshot)},
                                          {"diagnostics", diagnostics()}};
-      std::cout << document.dump(2) << "\n";
+      // Process names are bytes from the kernel: what is not UTF-8 is shown as U+FFFD.
+      std::cout << document.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+                << "\n";
     } else if (options->csv) {
       std::cout << snapshot_csv(snapshot);
     } else if (!snapshot.empty()) {
