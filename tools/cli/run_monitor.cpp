@@ -197,11 +197,12 @@ void RunMonitor::sample() {
       }
       if (keep_timeline_)
         timeline_.push_back({time_s, ordinal, Series::process, process.pid, bytes});
+      const RankInfo& rank = ranks_.observe(process.pid, ordinal, bytes);
       auto known = std::find_if(process_peaks_.begin(), process_peaks_.end(), [&](const auto& p) {
         return p.pid == process.pid && p.device == ordinal;
       });
       if (known == process_peaks_.end()) {
-        process_peaks_.push_back({process.pid, process_name(process.pid), ordinal, bytes});
+        process_peaks_.push_back({process.pid, process_name(process.pid), ordinal, bytes, rank});
       } else {
         known->peak = std::max(known->peak, bytes);
       }
@@ -243,6 +244,7 @@ void RunMonitor::sample() {
       }
     }
   }
+  ranks_.end_sample(time_s);
 }
 
 }  // namespace gpumem::cli

@@ -16,6 +16,7 @@
 #include "gpumem/device.hpp"
 #include "gpumem/memory.hpp"
 #include "process_tree.hpp"
+#include "rank_tracker.hpp"
 #include "run_counters.hpp"
 
 namespace gpumem::cli {
@@ -65,6 +66,7 @@ struct ProcessPeak {
   std::string name;
   int device = 0;
   std::int64_t peak = 0;
+  RankInfo rank;  // from its environment
 };
 
 class RunMonitor {
@@ -88,6 +90,8 @@ class RunMonitor {
   std::vector<ProcessPeak> process_peaks() const { return process_peaks_; }
   // The processes that loaded the injection library, by pid (read at each sample).
   const std::unordered_map<unsigned, Attachment>& attachments() const { return attachments_; }
+  // The ranks of the GPU processes (from their environments) and their peaks per device.
+  std::vector<RankPeaks> rank_peaks() const { return ranks_.ranks(); }
 
  private:
   void loop(double interval_s);
@@ -111,6 +115,7 @@ class RunMonitor {
   std::size_t samples_ = 0;
   std::vector<TimelineRow> timeline_;
   std::vector<ProcessPeak> process_peaks_;
+  RankTracker ranks_;
   std::unordered_map<unsigned, Attachment> attachments_;
   std::int32_t records_read_ = 0;
   // Per process and device (pid * kMaxDevices + ordinal): NVML's figure beyond the events.

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "format.hpp"
+#include "rank_report.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -114,6 +115,7 @@ std::string summary_text(const RunResult& result) {
            format_bytes(device.device_start) + ")\n";
   }
   if (result.devices.empty()) out += "gpumem: no GPU was measured\n";
+  out += rank_summary(result);
   if (!result.descendants_running.empty()) {
     out +=
         "gpumem: " +
@@ -152,13 +154,19 @@ nlohmann::ordered_json summary_json(const RunResult& result) {
   }
   nlohmann::ordered_json processes = nlohmann::ordered_json::array();
   for (const ProcessReport& process : result.processes) {
-    processes.push_back({{"pid", process.peak.pid},
-                         {"name", process.peak.name},
-                         {"device", process.peak.device},
-                         {"mode", process.exact ? "exact" : "sampled"},
-                         {"reason", process.exact ? nlohmann::ordered_json()
-                                                  : nlohmann::ordered_json(process.reason)},
-                         {"sampled_peak_bytes", process.peak.peak}});
+    processes.push_back(
+        {{"pid", process.peak.pid},
+         {"name", process.peak.name},
+         {"device", process.peak.device},
+         {"mode", process.exact ? "exact" : "sampled"},
+         {"reason",
+          process.exact ? nlohmann::ordered_json() : nlohmann::ordered_json(process.reason)},
+         {"sampled_peak_bytes", process.peak.peak},
+         {"rank", process.peak.rank.rank ? nlohmann::ordered_json(*process.peak.rank.rank)
+                                         : nlohmann::ordered_json()},
+         {"local_rank", process.peak.rank.local_rank
+                            ? nlohmann::ordered_json(*process.peak.rank.local_rank)
+                            : nlohmann::ordered_json()}});
   }
   return {
       {"schema", "gpumem.run/1"},
@@ -179,6 +187,9 @@ nlohmann::ordered_json summary_json(const RunResult& result) {
       {"samples", result.samples},
       {"devices", devices},
       {"processes", processes},
+      {"host", result.host},
+      {"gpumem_rank", own_rank_json(result.own_rank)},
+      {"ranks", ranks_json(result)},
   };
 }
 
