@@ -90,11 +90,13 @@ TEST(RunRanks, EachWorkerOfALauncherIsReportedByItsRankAndDevice) {
     EXPECT_EQ(process["local_rank"], process["rank"]);
     EXPECT_EQ(process["device"], (*entry)["device"]);
   }
-  EXPECT_NE(run.result.err.find("gpumem: rank 0 (local 0): peak 100.0 MiB on GPU 0 (NVIDIA H200)"),
-            std::string::npos)
+  EXPECT_NE(
+      run.result.err.find(
+          "gpumem: rank 0 (local 0): peak 100.0 MiB process footprint on GPU 0 (NVIDIA H200)"),
+      std::string::npos)
       << run.result.err;
-  EXPECT_NE(run.result.err.find(
-                "gpumem: rank 1 (local 1): peak 200.0 MiB on GPU 1 (NVIDIA A100-SXM4-40GB)"),
+  EXPECT_NE(run.result.err.find("gpumem: rank 1 (local 1): peak 200.0 MiB process footprint on GPU "
+                                "1 (NVIDIA A100-SXM4-40GB)"),
             std::string::npos)
       << run.result.err;
 }
@@ -153,7 +155,7 @@ TEST(RunRanks, AWorkerAloneOnItsGpuHasItsExactPeak) {
     EXPECT_EQ((*entry)["peak_bytes"], ((rank + 1) * 100 + 64) * MiB) << entry->dump();
     EXPECT_EQ((*entry)["device"], rank);
   }
-  EXPECT_NE(run.result.err.find("rank 1 (local 1): peak 264.0 MiB on GPU 1 "
+  EXPECT_NE(run.result.err.find("rank 1 (local 1): peak 264.0 MiB process footprint on GPU 1 "
                                 "(NVIDIA A100-SXM4-40GB), exact"),
             std::string::npos)
       << run.result.err;

@@ -69,7 +69,7 @@ std::string rank_summary(const RunResult& result) {
       out += "no memory on a measured GPU";
     } else {
       const RankDeviceRow& cell = row.devices[row.highest];
-      out += "peak " + format_bytes(cell.peak) + " on GPU " +
+      out += "peak " + format_bytes(cell.peak) + " process footprint on GPU " +
              std::to_string(cell.device->info.ordinal) + " (" + cell.device->info.name + "), " +
              (cell.exact ? "exact" : "sampled every " + format_seconds(result.interval_s));
       if (row.devices.size() > 1) out += ", " + std::to_string(row.devices.size()) + " GPUs used";

@@ -30,7 +30,8 @@ struct RankRow {
 
 std::vector<RankRow> rank_rows(const RunResult& result);
 
-// "gpumem: rank 0 (local 0): peak 1.0 GiB on GPU 0 (NVIDIA H200), exact (pid 4242)" per rank;
+// "gpumem: rank 0 (local 0): peak 1.0 GiB process footprint on GPU 0 (NVIDIA H200), exact
+// (pid 4242)" per rank;
 // empty when no process had a rank.
 std::string rank_summary(const RunResult& result);
 
