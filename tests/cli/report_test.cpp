@@ -222,6 +222,18 @@ TEST_F(BadFiles, UsageErrorsAreStatus2) {
   EXPECT_EQ(unwritable.out, "");
 }
 
+TEST_F(BadFiles, OddFileNamesAndHelpWork) {
+  const std::string odd = folder_ + "/run-\xe9.json";  // Latin-1, not UTF-8
+  std::filesystem::copy_file(good_, odd);
+  const CommandResult result = run_command({gpumem_binary(), "report", "--json", "-", odd});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto report = nlohmann::json::parse(result.out);
+  EXPECT_EQ(report["inputs"][0]["file"], folder_ + "/run-\xef\xbf\xbd.json");
+  const CommandResult help = run_command({gpumem_binary(), "report", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--skip-bad"), std::string::npos);
+}
+
 cli::RunFile run_file(const std::string& path, const std::string& host, const std::string& mode,
                       std::vector<cli::RunFileDevice> devices,
                       std::vector<cli::RunFileRank> ranks = {}) {

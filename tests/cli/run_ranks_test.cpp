@@ -227,5 +227,17 @@ TEST(RunRanks, ABadFileNameTemplateStopsBeforeTheCommandRuns) {
   }
 }
 
+TEST(RunRanks, AHostNameThatIsNotUtf8IsWrittenNotFatal) {
+  SimGpu gpu;
+  const RunOutcome run = run_with_json({}, {"true"},
+                                       {"--host",
+                                        "n\xff"
+                                        "de"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(run.summary["host"],
+            "n\xef\xbf\xbd"
+            "de");  // U+FFFD
+}
+
 }  // namespace
 }  // namespace gpumem::testing

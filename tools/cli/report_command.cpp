@@ -74,11 +74,17 @@ int report_command(const ReportOptions& options) {
       written = false;
     }
   };
+  // File and host names may hold bytes that are not UTF-8: U+FFFD in the JSON, never a crash.
+  const auto json = [&] {
+    return report_json(report).dump(2, ' ', false,
+                                    nlohmann::ordered_json::error_handler_t::replace) +
+           "\n";
+  };
   if (options.json_path == "-") {
-    std::cout << report_json(report).dump(2) << "\n";
+    std::cout << json();
   } else {
     std::cout << report_text(report);
-    if (!options.json_path.empty()) write(options.json_path, report_json(report).dump(2) + "\n");
+    if (!options.json_path.empty()) write(options.json_path, json());
   }
   if (!options.svg_path.empty()) write(options.svg_path, report_svg(report));
   std::cout.flush();

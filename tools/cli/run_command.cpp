@@ -186,7 +186,10 @@ bool write_reports(const RunOptions& options, const RunResult& result, const Run
       written = false;
     }
   };
-  write(options.json_path, summary_json(result).dump(2) + "\n");
+  // Names (hosts, processes) may hold bytes that are not UTF-8: shown as U+FFFD, never a crash.
+  write(options.json_path,
+        summary_json(result).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+            "\n");
   write(options.timeline_path, timeline_csv(monitor.timeline()));
   write(options.plot_path, svg_plot(result, monitor.timeline()));
   return written;
