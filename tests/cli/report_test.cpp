@@ -8,6 +8,7 @@
 
 #include "cli/command_runner.hpp"
 #include "job_report.hpp"
+#include "report_output.hpp"
 #include "run_file.hpp"
 #include "support/sim_gpu.hpp"
 
@@ -282,6 +283,39 @@ TEST(ReportCombine, DevicesWithoutUuidsAreKeptApartByNodeAndModesCombine) {
   cli::RunFileDevice unused = no_uuid;
   unused.peak_bytes = 0;
   EXPECT_FALSE(cli::combine_runs({run_file("s", "n", "sampled", {unused})}).maximum);
+}
+
+TEST(ReportSvg, VeryManyRanksGetABarPerNode) {
+  std::vector<cli::RunFile> runs;
+  for (int node = 0; node < 40; ++node) {
+    std::vector<cli::RunFileDevice> devices;
+    std::vector<cli::RunFileRank> ranks;
+    for (int gpu = 0; gpu < 4; ++gpu) {
+      const std::string uuid = "GPU-" + std::to_string(node * 4 + gpu);
+      const std::int64_t peak = node == 17 && gpu == 2 ? 900 : 100 + gpu;
+      devices.push_back({gpu, gpu, "GPU", uuid, 1000, peak});
+      ranks.push_back({node * 4 + gpu, gpu, gpu, uuid, peak, "exact"});
+    }
+    runs.push_back(
+        run_file("f" + std::to_string(node), "n" + std::to_string(node), "exact", devices, ranks));
+  }
+  const cli::JobReport report = cli::combine_runs(runs);
+  const std::string svg = cli::report_svg(report);
+  EXPECT_NE(svg.find("peak per node (process footprint), mode exact, 160 ranks: a bar per node"),
+            std::string::npos);
+  EXPECT_NE(svg.find(">n17 · GPU 2, rank 70</text>"), std::string::npos);
+  std::size_t bars = 0;
+  for (std::size_t at = svg.find("<rect x="); at != std::string::npos;
+       at = svg.find("<rect x=", at + 1))
+    ++bars;
+  EXPECT_EQ(bars, 40u);
+  // And the job's maximum is the red one.
+  EXPECT_NE(svg.find("job maximum 900 B on n17, GPU 2, rank 70"), std::string::npos);
+
+  runs.resize(2);  // 8 ranks: a bar each
+  const std::string few = cli::report_svg(cli::combine_runs(runs));
+  EXPECT_NE(few.find("GPU memory peak per rank (process footprint)"), std::string::npos);
+  EXPECT_NE(few.find("rank 7 (local 3) · n1 · GPU 3"), std::string::npos);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// One self-contained SVG: a bar per rank (per device when no run had ranks), coloured by node,
-// the job's maximum in red and marked by a dashed line across the chart.
+// One self-contained SVG: a bar per rank (per node for very many ranks, per device when no run
+// had ranks), coloured by node, the job's maximum in red and marked by a dashed line.
 #include <algorithm>
 #include <cstdio>
 
@@ -53,10 +53,35 @@ struct Bar {
   bool maximum = false;
 };
 
+// Beyond this many ranks a bar each would make a chart nobody can read: one bar per node.
+constexpr std::size_t kMaxRankBars = 128;
+
+enum class Per { rank, node, device };
+
+Per per(const JobReport& report) {
+  if (report.ranks.empty()) return Per::device;
+  return report.ranks.size() <= kMaxRankBars ? Per::rank : Per::node;
+}
+
 std::vector<Bar> bars_of(const JobReport& report) {
   std::vector<Bar> bars;
   const JobDevice* top = report.maximum ? &report.devices[*report.maximum] : nullptr;
-  if (!report.ranks.empty()) {
+  if (per(report) == Per::node) {
+    for (const JobNode& node : report.nodes) {
+      std::string label = node.name;
+      const JobDevice* device = node.peak_device ? &report.devices[*node.peak_device] : nullptr;
+      if (device != nullptr) {
+        label += " · GPU " + std::to_string(device->device);
+        if (device->top_rank) {
+          const JobRank& rank = report.ranks[*device->top_rank];
+          if (rank.rank) label += ", rank " + std::to_string(*rank.rank);
+        }
+      }
+      bars.push_back({label, node.name, node.peak_bytes, device != nullptr && device == top});
+    }
+    return bars;
+  }
+  if (per(report) == Per::rank) {
     for (std::size_t index = 0; index < report.ranks.size(); ++index) {
       const JobRank& rank = report.ranks[index];
       std::string label = rank_label(rank.rank, rank.local_rank) + " · " + rank.node;
@@ -108,8 +133,14 @@ std::string report_svg(const JobReport& report) {
                     number(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   out += "<text x=\"12\" y=\"22\" font-size=\"15\" font-weight=\"bold\">" +
-         escape(std::string("GPU memory peak per ") + (report.ranks.empty() ? "device" : "rank") +
-                " (process footprint), mode " + report.mode) +
+         escape(std::string("GPU memory peak per ") +
+                (per(report) == Per::rank   ? "rank"
+                 : per(report) == Per::node ? "node"
+                                            : "device") +
+                " (process footprint), mode " + report.mode +
+                (per(report) == Per::node
+                     ? ", " + std::to_string(report.ranks.size()) + " ranks: a bar per node"
+                     : std::string())) +
          "</text>\n";
   std::string subtitle = "job maximum ";
   if (report.maximum) {
