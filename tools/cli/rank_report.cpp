@@ -108,6 +108,11 @@ nlohmann::ordered_json ranks_json(const RunResult& result) {
   return out;
 }
 
+void add_rank_fields(nlohmann::ordered_json& process, const RankInfo& rank) {
+  process["rank"] = optional_int(rank.rank);
+  process["local_rank"] = optional_int(rank.local_rank);
+}
+
 nlohmann::ordered_json own_rank_json(const RankInfo& rank) {
   if (!rank.known()) return nullptr;
   return {{"rank", optional_int(rank.rank)},

@@ -36,6 +36,8 @@ std::vector<RankRow> rank_rows(const RunResult& result);
 std::string rank_summary(const RunResult& result);
 
 nlohmann::ordered_json ranks_json(const RunResult& result);
+// A process's "rank" and "local_rank" in the run JSON (null when unknown).
+void add_rank_fields(nlohmann::ordered_json& process, const RankInfo& rank);
 // gpumem's own rank, for the run JSON: {"rank", "local_rank", "variable"} or null.
 nlohmann::ordered_json own_rank_json(const RankInfo& rank);
 

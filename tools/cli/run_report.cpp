@@ -154,19 +154,14 @@ nlohmann::ordered_json summary_json(const RunResult& result) {
   }
   nlohmann::ordered_json processes = nlohmann::ordered_json::array();
   for (const ProcessReport& process : result.processes) {
-    processes.push_back(
-        {{"pid", process.peak.pid},
-         {"name", process.peak.name},
-         {"device", process.peak.device},
-         {"mode", process.exact ? "exact" : "sampled"},
-         {"reason",
-          process.exact ? nlohmann::ordered_json() : nlohmann::ordered_json(process.reason)},
-         {"sampled_peak_bytes", process.peak.peak},
-         {"rank", process.peak.rank.rank ? nlohmann::ordered_json(*process.peak.rank.rank)
-                                         : nlohmann::ordered_json()},
-         {"local_rank", process.peak.rank.local_rank
-                            ? nlohmann::ordered_json(*process.peak.rank.local_rank)
-                            : nlohmann::ordered_json()}});
+    processes.push_back({{"pid", process.peak.pid},
+                         {"name", process.peak.name},
+                         {"device", process.peak.device},
+                         {"mode", process.exact ? "exact" : "sampled"},
+                         {"reason", process.exact ? nlohmann::ordered_json()
+                                                  : nlohmann::ordered_json(process.reason)},
+                         {"sampled_peak_bytes", process.peak.peak}});
+    add_rank_fields(processes.back(), process.peak.rank);
   }
   return {
       {"schema", "gpumem.run/1"},
