@@ -13,6 +13,7 @@
 
 #include "path_template.hpp"
 #include "rank.hpp"
+#include "rank_tracker.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -99,6 +100,49 @@ TEST(Rank, AProcessRankIsReadFromItsEnvironmentFile) {
   // Gone: no rank, no error.
   EXPECT_FALSE(process_rank(pid).known());
   EXPECT_FALSE(process_rank(-1).known());
+}
+
+// Waits until a started child's environment file shows its rank (it has exec'ed).
+void wait_for_rank(pid_t pid) {
+  for (int attempt = 0; attempt < 500 && !process_rank(pid).known(); ++attempt)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
+TEST(RankTracker, ARanksPeakIsTheHighestSumAtASampleNotTheSumOfPeaks) {
+  // A worker of rank 3 and its child, both on GPU 0; a process of rank 1; one without a rank.
+  const pid_t worker = start_sleeper({"RANK=3", "LOCAL_RANK=1"});
+  const pid_t child = start_sleeper({"RANK=3"});
+  const pid_t other = start_sleeper({"SLURM_PROCID=1"});
+  const pid_t plain = start_sleeper({"PATH=/bin"});
+  for (pid_t pid : {worker, child, other}) wait_for_rank(pid);
+  RankTracker tracker;
+  EXPECT_EQ(tracker.observe(worker, 0, 100).rank, 3);
+  tracker.observe(child, 0, 50);
+  tracker.observe(other, 1, 7);
+  EXPECT_FALSE(tracker.observe(plain, 0, 1000).known());
+  tracker.end_sample(0.1);
+  tracker.observe(worker, 0, 10);
+  tracker.observe(child, 0, 120);
+  tracker.observe(worker, 1, 40);
+  tracker.end_sample(0.2);
+  const std::vector<RankPeaks> ranks = tracker.ranks();
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_EQ(ranks[0].info.rank, 1);
+  ASSERT_EQ(ranks[0].devices.size(), 1u);
+  EXPECT_EQ(ranks[0].devices[0].peak, 7);
+  EXPECT_EQ(ranks[1].info.rank, 3);
+  EXPECT_EQ(ranks[1].info.local_rank, 1);
+  EXPECT_EQ(ranks[1].pids,
+            (std::vector<unsigned>{static_cast<unsigned>(worker), static_cast<unsigned>(child)}));
+  ASSERT_EQ(ranks[1].devices.size(), 2u);
+  EXPECT_EQ(ranks[1].devices[0].device, 0);
+  EXPECT_EQ(ranks[1].devices[0].peak, 150);  // 100 + 50 at 0.1 s, not 100 + 120
+  EXPECT_DOUBLE_EQ(ranks[1].devices[0].peak_time_s, 0.1);
+  EXPECT_EQ(ranks[1].devices[1].peak, 40);
+  for (pid_t pid : {worker, child, other, plain}) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
 }
 
 TEST(Rank, TheHostNameIsThisMachines) {

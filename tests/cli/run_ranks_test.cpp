@@ -161,6 +161,27 @@ TEST(RunRanks, AWorkerAloneOnItsGpuHasItsExactPeak) {
       << run.result.err;
 }
 
+TEST(RunRanks, ARankOnTwoGpusHasItsPeakOnEach) {
+  SimGpu gpu;
+  const RunOutcome run = run_with_json(
+      {"env", "RANK=5", "LOCAL_RANK=0"},
+      {sim_tool(), "workload", "alloc a 10MiB; device 1; alloc b 30MiB; sleep 200ms"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  ASSERT_EQ(run.summary["ranks"].size(), 1u) << run.summary.dump(2);
+  const auto& rank = run.summary["ranks"][0];
+  EXPECT_EQ(rank["rank"], 5);
+  EXPECT_EQ(rank["peak_bytes"], 30 * MiB);
+  EXPECT_EQ(rank["device"], 1);
+  ASSERT_EQ(rank["devices"].size(), 2u);
+  EXPECT_EQ(rank["devices"][0]["device"], 0);
+  EXPECT_EQ(rank["devices"][0]["peak_bytes"], 10 * MiB);
+  EXPECT_EQ(rank["devices"][1]["peak_bytes"], 30 * MiB);
+  EXPECT_NE(run.result.err.find("rank 5 (local 0): peak 30.0 MiB process footprint on GPU 1 "
+                                "(NVIDIA A100-SXM4-40GB), exact, 2 GPUs used"),
+            std::string::npos)
+      << run.result.err;
+}
+
 TEST(RunRanks, ACommandWithoutRanksHasNoRankTable) {
   SimGpu gpu;
   const RunOutcome run =
