@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -136,6 +137,43 @@ TEST(Report, TwoNodesCombineIntoTheJobsMaximumAndItsRank) {
   ASSERT_EQ(printed.exit_code, 0) << printed.err;
   EXPECT_EQ(nlohmann::json::parse(printed.out), report);
   EXPECT_NE(printed.err.find("skipped " + a + ": named twice"), std::string::npos) << printed.err;
+}
+
+// docs/cli.md's srun example, as written there: two nodes of four simulated H100s, one gpumem run
+// per node, then the report (the host names are node-0 and node-1 where unshare works).
+TEST(Report, TheDocumentedSrunExampleFindsItsMaximum) {
+  SimGpu gpu;
+  const std::string folder = temporary_folder();
+  const std::filesystem::path cli = gpumem_binary();
+  const std::string path = std::string(GPUMEM_TEST_LAUNCHERS) + ":" + cli.parent_path().string() +
+                           ":" + std::string(GPUMEM_SIM_DIR) + ":" + std::getenv("PATH");
+  const CommandResult srun = run_command(
+      {"env", "PATH=" + path, "FAKE_SRUN_SIM_CONFIGS=" + launcher("sim-nodes"), "sh", "-c",
+       "cd '" + folder +
+           "' && fake-srun --nodes 2 --ntasks-per-node 1 sh -c 'gpumem run --json "
+           "\"run-{host}-{rank}.json\" -- fake-torchrun --nnodes 2 --node-rank $SLURM_NODEID "
+           "--nproc-per-node 4 train.sh'"});
+  ASSERT_EQ(srun.exit_code, 0) << srun.err;
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(folder))
+    files.push_back(entry.path().string());
+  ASSERT_EQ(files.size(), 2u) << srun.err;
+  std::vector<std::string> argv = {gpumem_binary(), "report", "--json", "-"};
+  argv.insert(argv.end(), files.begin(), files.end());
+  const CommandResult result = run_command(argv);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto report = nlohmann::json::parse(result.out);
+  ASSERT_EQ(report["ranks"].size(), 8u);
+  // Rank r holds 2 GiB, a context of 500 MiB and a spike of (r % 5 + 1) GiB: rank 4 the most.
+  for (const auto& rank : report["ranks"]) {
+    const int r = rank["rank"];
+    EXPECT_EQ(rank["peak_bytes"], (2048 + 500 + (r % 5 + 1) * 1024) * MiB) << rank.dump();
+    EXPECT_EQ(rank["measured"], "exact");
+  }
+  EXPECT_EQ(report["maximum"]["peak_bytes"], (2048 + 500 + 5 * 1024) * MiB);
+  EXPECT_EQ(report["maximum"]["rank"]["rank"], 4);
+  EXPECT_EQ(report["maximum"]["device_key"], "GPU-1000c0de-0000-4000-8000-000000000000");
+  EXPECT_EQ(report["mode"], "exact");
 }
 
 class BadFiles : public ::testing::Test {
