@@ -198,6 +198,9 @@ class BadFiles : public ::testing::Test {
     mistyped["devices"][0]["peak_bytes"] = "lots";
     write(folder_ + "/mistyped.json", mistyped.dump());
     write(folder_ + "/array.json", "[1, 2]");
+    std::string huge = text;
+    huge.replace(huge.find("\"exit_code\": 0"), 14, "\"exit_code\": 1e999");
+    write(folder_ + "/huge.json", huge);
     std::filesystem::create_directory(folder_ + "/folder.json");
   }
   std::string folder_;
@@ -218,6 +221,7 @@ TEST_F(BadFiles, EachIsNamedWithWhatIsWrongAndNothingIsReported) {
        "gpumem.run/1)"},
       {"mistyped.json", "devices[0].peak_bytes: expected a number of bytes, found \"lots\""},
       {"array.json", "not a gpumem run file"},
+      {"huge.json", "not valid JSON: "},  // a number no type holds
       {"folder.json", "is a folder"},
   };
   for (const auto& c : cases) {

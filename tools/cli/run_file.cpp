@@ -152,6 +152,8 @@ std::optional<RunFile> parse_run_file(const std::string& content, const std::str
     return fail(bad.byte >= content.size()
                     ? "not valid JSON: it ends early " + where + " (cut short?)"
                     : "not valid JSON " + where);
+  } catch (const nlohmann::json::exception& bad) {  // a number no type holds, ...
+    return fail(std::string("not valid JSON: ") + bad.what());
   }
   if (!document.is_object()) return fail("not a gpumem run file (not a JSON object)");
   const auto schema = document.find("schema");
