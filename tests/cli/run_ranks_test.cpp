@@ -260,5 +260,16 @@ TEST(RunRanks, AHostNameThatIsNotUtf8IsWrittenNotFatal) {
             "de");  // U+FFFD
 }
 
+// The kernel names a process after its program's file, whatever the bytes.
+TEST(RunRanks, AProcessNameThatIsNotUtf8IsWrittenNotFatal) {
+  SimGpu gpu;
+  const std::string odd = temporary_folder() + "/sim\xff";
+  std::filesystem::create_symlink(sim_tool(), odd);
+  const RunOutcome run = run_with_json({}, {odd, "workload", "alloc a 10MiB; sleep 50ms"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  ASSERT_EQ(run.summary["processes"].size(), 1u) << run.summary.dump(2);
+  EXPECT_EQ(run.summary["processes"][0]["name"], "sim\xef\xbf\xbd");
+}
+
 }  // namespace
 }  // namespace gpumem::testing
