@@ -20,6 +20,8 @@
 #include "gpumem/device.hpp"
 #include "inject_library.hpp"
 #include "output_file.hpp"
+#include "path_template.hpp"
+#include "rank.hpp"
 #include "run_counters.hpp"
 #include "run_monitor.hpp"
 #include "run_report.hpp"
@@ -34,6 +36,7 @@ struct RunOptions {
   std::string json_path;
   std::string timeline_path;
   std::string plot_path;
+  std::string host;  // the node's name in the report; default: the host name
   double interval_s = 0.01;
   std::vector<int> devices;
   Mode mode = Mode::automatic;
@@ -212,18 +215,32 @@ bool write_reports(const RunOptions& options, const RunResult& result, const Run
       written = false;
     }
   };
-  // Names and arguments need not be UTF-8 (a kernel-cut command name, a Latin-1 file name).
+  // Names (hosts, processes) may hold bytes that are not UTF-8: shown as U+FFFD, never a crash.
   write(options.json_path,
-        summary_json(result).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+        summary_json(result).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+            "\n");
   write(options.timeline_path, timeline_csv(monitor.timeline()));
   write(options.plot_path, svg_plot(result, monitor.timeline()));
   return written;
 }
 
-int run_command(const RunOptions& options) {
+int run_command(RunOptions options) {
   if (options.command.empty()) {
     fail("no command given (usage: gpumem run [options] -- COMMAND [ARGS...])");
     return 2;
+  }
+  const RankInfo own = own_rank();
+  if (options.host.empty()) options.host = host_name();
+  // Per-node file names ('run-{host}-{rank}.json'), resolved before anything runs.
+  const PathValues values{options.host, own.rank, own.local_rank, static_cast<int>(::getpid())};
+  for (std::string* path : {&options.json_path, &options.timeline_path, &options.plot_path}) {
+    std::string error;
+    const std::optional<std::string> expanded = expand_path(*path, values, &error);
+    if (!expanded) {
+      fail(error);
+      return 2;
+    }
+    *path = *expanded;
   }
   for (const std::string* path : {&options.json_path, &options.timeline_path, &options.plot_path}) {
     std::string error;
@@ -253,6 +270,8 @@ int run_command(const RunOptions& options) {
   result.command = options.command;
   result.requested = options.mode;
   result.interval_s = options.interval_s;
+  result.host = options.host;
+  result.own_rank = own;
 
   // Exact mode injects gpumem's library into every CUDA process of the command.
   std::string inject;
@@ -296,6 +315,7 @@ int run_command(const RunOptions& options) {
   result.elapsed_s = monitor.elapsed_s();
   result.samples = monitor.samples();
   result.devices = monitor.devices();
+  result.ranks = monitor.rank_peaks();
   judge_processes(inject.empty() ? nullptr : counters_file.counters(), monitor, result);
   if (options.mode == Mode::exact && result.measured != Measured::exact) {
     std::cerr << summary_text(result);
@@ -320,9 +340,13 @@ void add_run_command(CLI::App& app, int& exit_code) {
   CLI::App* run = app.add_subcommand(
       "run", "Run a command and report its GPU memory peak (exact where CUPTI works)");
   run->footer("Usage: gpumem run [OPTIONS] -- COMMAND [ARGS...]");
-  run->add_option("--json", options->json_path, "Write the summary as JSON (gpumem.run/1)");
+  run->add_option("--json", options->json_path,
+                  "Write the summary as JSON (gpumem.run/1); in this and the other file names "
+                  "{host}, {rank}, {local_rank} and {pid} are replaced");
   run->add_option("--timeline", options->timeline_path, "Write every sample as CSV");
   run->add_option("--plot", options->plot_path, "Write an SVG chart of memory over time");
+  run->add_option("--host", options->host,
+                  "The node's name in the report and in {host} (default: the host name)");
   run->add_option("-i,--interval", options->interval_s, "Seconds between samples (default 0.01)")
       ->check(CLI::Range(0.001, 3600.0));
   run->add_option("-d,--device", options->devices,

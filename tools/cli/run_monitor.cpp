@@ -244,7 +244,7 @@ void RunMonitor::sample() {
         return p.pid == process.pid && p.device == ordinal;
       });
       if (known == process_peaks_.end()) {
-        process_peaks_.push_back({process.pid, std::nullopt, 0, {}, ordinal, bytes});
+        process_peaks_.push_back({process.pid, std::nullopt, 0, {}, ordinal, bytes, {}});
         known = std::prev(process_peaks_.end());
       } else {
         known->peak = std::max(known->peak, bytes);
@@ -254,6 +254,10 @@ void RunMonitor::sample() {
         known->local_pid = member->local_pid;
         if (member->local_pid > 0) known->name = process_name(member->local_pid);
       }
+      // The rank comes from the process's environment, read through its pid in gpumem's
+      // namespace: an NVML pid not matched to one of the command's processes has none.
+      if (member && member->local_pid > 0)
+        known->rank = ranks_.observe(static_cast<unsigned>(member->local_pid), ordinal, bytes);
     }
     track.unmapped_peak = std::max(track.unmapped_peak, unmapped_sum);
     if (keep_timeline_) timeline_.push_back({time_s, ordinal, Series::tree, 0, tree_sum});
@@ -293,6 +297,7 @@ void RunMonitor::sample() {
       }
     }
   }
+  ranks_.end_sample(time_s);
 }
 
 }  // namespace gpumem::cli

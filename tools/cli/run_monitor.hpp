@@ -16,6 +16,7 @@
 #include "gpumem/device.hpp"
 #include "gpumem/memory.hpp"
 #include "pid_mapper.hpp"
+#include "rank_tracker.hpp"
 #include "run_counters.hpp"
 
 namespace gpumem::cli {
@@ -73,6 +74,7 @@ struct ProcessPeak {
   std::string name;
   int device = 0;
   std::int64_t peak = 0;
+  RankInfo rank;  // from its environment
 };
 
 class RunMonitor {
@@ -100,6 +102,8 @@ class RunMonitor {
   }
   // How NVML's pids were matched to the command's processes; null before start().
   const PidMapper* pids() const { return pids_.get(); }
+  // The ranks of the GPU processes (from their environments) and their peaks per device.
+  std::vector<RankPeaks> rank_peaks() const { return ranks_.ranks(); }
 
  private:
   void loop(double interval_s);
@@ -125,6 +129,7 @@ class RunMonitor {
   std::size_t samples_ = 0;
   std::vector<TimelineRow> timeline_;
   std::vector<ProcessPeak> process_peaks_;
+  RankTracker ranks_;
   std::unordered_map<ProcessKey, Attachment, ProcessKeyHash> attachments_;
   std::int32_t records_read_ = 0;
   // Per process and device ordinal: NVML's figure beyond the events.

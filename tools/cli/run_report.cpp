@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "format.hpp"
+#include "rank_report.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -134,6 +135,7 @@ std::string summary_text(const RunResult& result) {
            std::to_string(result.unmapped_processes) + " unmatched\n";
   }
   if (result.devices.empty()) out += "gpumem: no GPU was measured\n";
+  out += rank_summary(result);
   if (!result.descendants_running.empty()) {
     out +=
         "gpumem: " +
@@ -184,6 +186,7 @@ nlohmann::ordered_json summary_json(const RunResult& result) {
          {"reason",
           process.exact ? nlohmann::ordered_json() : nlohmann::ordered_json(process.reason)},
          {"sampled_peak_bytes", process.peak.peak}});
+    add_rank_fields(processes.back(), process.peak.rank);
   }
   return {
       {"schema", "gpumem.run/1"},
@@ -211,6 +214,9 @@ nlohmann::ordered_json summary_json(const RunResult& result) {
         {"matched", result.matched_pids},
         {"unmatched", result.unmapped_processes},
         {"nested", result.nested_namespaces}}},
+      {"host", result.host},
+      {"gpumem_rank", own_rank_json(result.own_rank)},
+      {"ranks", ranks_json(result)},
   };
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "child_process.hpp"
+#include "rank_tracker.hpp"
 #include "run_monitor.hpp"
 
 namespace gpumem::cli {
@@ -43,6 +44,9 @@ struct RunResult {
   std::size_t matched_pids = 0;
   int unmapped_processes = 0;
   bool nested_namespaces = false;  // some of the command's processes ran in a nested namespace
+  std::string host;                // the node gpumem ran on (--host, else its host name)
+  RankInfo own_rank;               // from gpumem's own environment (one per node under srun)
+  std::vector<RankPeaks> ranks;    // the GPU processes' ranks, from their environments
 };
 
 const char* to_string(Measured measured);

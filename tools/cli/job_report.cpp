@@ -1,0 +1,143 @@
+#include "job_report.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace gpumem::cli {
+namespace {
+
+std::string combined_mode(const std::vector<std::string>& modes) {
+  if (modes.empty()) return "sampled";
+  if (std::all_of(modes.begin(), modes.end(), [](const std::string& m) { return m == "exact"; }))
+    return "exact";
+  if (std::all_of(modes.begin(), modes.end(), [](const std::string& m) { return m == "sampled"; }))
+    return "sampled";
+  return "mixed";
+}
+
+std::string node_of(const RunFile& run) {
+  return run.host.empty() ? "(" + run.path + ")" : run.host;
+}
+
+std::string device_key(const std::string& node, const RunFileDevice& device) {
+  if (!device.uuid.empty()) return device.uuid;
+  return node + ":" +
+         (device.nvml_index ? std::to_string(*device.nvml_index)
+                            : "cuda" + std::to_string(device.device));
+}
+
+const RunFileDevice* find_device(const RunFile& run, const RunFileRank& rank) {
+  for (const RunFileDevice& device : run.devices) {
+    if (!rank.uuid.empty() ? device.uuid == rank.uuid : rank.device == device.device)
+      return &device;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string rank_label(const std::optional<int>& rank, const std::optional<int>& local_rank) {
+  if (!rank) return local_rank ? "local rank " + std::to_string(*local_rank) : "no rank";
+  std::string out = "rank " + std::to_string(*rank);
+  if (local_rank) out += " (local " + std::to_string(*local_rank) + ")";
+  return out;
+}
+
+JobReport combine_runs(const std::vector<RunFile>& runs) {
+  JobReport report;
+  std::vector<std::string> modes;
+  std::map<std::string, std::size_t> device_index;
+  for (const RunFile& run : runs) {
+    const std::string node = node_of(run);
+    report.inputs.push_back(
+        {run.path, node, run.mode, run.gpumem_rank, run.exit_code, run.elapsed_s});
+    modes.push_back(run.mode);
+    for (const RunFileDevice& device : run.devices) {
+      const std::string key = device_key(node, device);
+      auto [at, added] = device_index.emplace(key, report.devices.size());
+      if (added) {
+        report.devices.push_back({key, device.uuid, node, device.nvml_index, device.device,
+                                  device.name, device.total_bytes, 0, 0, std::nullopt});
+      } else if (report.devices[at->second].node != node) {
+        report.warnings.push_back("device " + key + " appears on " +
+                                  report.devices[at->second].node + " and on " + node +
+                                  " (files of different jobs, or a host name reused?)");
+      }
+      JobDevice& combined = report.devices[at->second];
+      if (device.peak_bytes > 0) {
+        combined.peak_bytes += device.peak_bytes;
+        ++combined.runs_using;
+      }
+    }
+    for (const RunFileRank& rank : run.ranks) {
+      const RunFileDevice* device = find_device(run, rank);
+      report.ranks.push_back({rank.rank, rank.local_rank, node, run.path,
+                              device != nullptr ? device_key(node, *device) : std::string(),
+                              rank.device, device != nullptr ? device->name : std::string(),
+                              rank.peak_bytes, rank.measured});
+    }
+  }
+  report.mode = combined_mode(modes);
+
+  std::stable_sort(
+      report.ranks.begin(), report.ranks.end(), [](const JobRank& a, const JobRank& b) {
+        return std::make_tuple(!a.rank, a.rank.value_or(0), a.node, a.local_rank.value_or(0)) <
+               std::make_tuple(!b.rank, b.rank.value_or(0), b.node, b.local_rank.value_or(0));
+      });
+  for (std::size_t index = 1; index < report.ranks.size(); ++index) {
+    const JobRank& previous = report.ranks[index - 1];
+    const JobRank& rank = report.ranks[index];
+    if (rank.rank && rank.rank == previous.rank && rank.file != previous.file) {
+      report.warnings.push_back("rank " + std::to_string(*rank.rank) + " is in " + previous.file +
+                                " and in " + rank.file + " (files of different jobs?)");
+    }
+  }
+  for (std::size_t index = 0; index < report.ranks.size(); ++index) {
+    const JobRank& rank = report.ranks[index];
+    if (rank.device_key.empty()) continue;
+    const auto device = device_index.find(rank.device_key);
+    if (device == device_index.end()) continue;
+    std::optional<std::size_t>& top = report.devices[device->second].top_rank;
+    if (!top || report.ranks[*top].peak_bytes < rank.peak_bytes) top = index;
+  }
+  for (std::size_t index = 0; index < report.devices.size(); ++index) {
+    const JobDevice& device = report.devices[index];
+    if (device.peak_bytes > 0 &&
+        (!report.maximum || report.devices[*report.maximum].peak_bytes < device.peak_bytes))
+      report.maximum = index;
+  }
+
+  // Nodes in the order their first file was given.
+  for (const JobInput& input : report.inputs) {
+    auto node = std::find_if(report.nodes.begin(), report.nodes.end(),
+                             [&](const JobNode& known) { return known.name == input.node; });
+    if (node == report.nodes.end()) {
+      report.nodes.push_back({input.node, 0, 0, 0, {}, 0, std::nullopt});
+      node = report.nodes.end() - 1;
+    }
+    ++node->runs;
+  }
+  for (JobNode& node : report.nodes) {
+    std::vector<std::string> node_modes;
+    for (const JobInput& input : report.inputs) {
+      if (input.node == node.name) node_modes.push_back(input.mode);
+    }
+    node.mode = combined_mode(node_modes);
+    node.ranks =
+        static_cast<int>(std::count_if(report.ranks.begin(), report.ranks.end(),
+                                       [&](const JobRank& r) { return r.node == node.name; }));
+    for (std::size_t index = 0; index < report.devices.size(); ++index) {
+      const JobDevice& device = report.devices[index];
+      if (device.node != node.name || device.peak_bytes == 0) continue;
+      ++node.devices_used;
+      if (!node.peak_device || node.peak_bytes < device.peak_bytes) {
+        node.peak_bytes = device.peak_bytes;
+        node.peak_device = index;
+      }
+    }
+  }
+  return report;
+}
+
+}  // namespace gpumem::cli

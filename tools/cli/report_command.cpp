@@ -1,0 +1,111 @@
+// `gpumem report FILE...`: combines the run files of a job's nodes and ranks.
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <set>
+
+#include "commands.hpp"
+#include "job_report.hpp"
+#include "output_file.hpp"
+#include "report_output.hpp"
+#include "run_file.hpp"
+
+namespace gpumem::cli {
+namespace {
+
+struct ReportOptions {
+  std::vector<std::string> files;
+  std::string json_path;  // "-": stdout, instead of the tables
+  std::string svg_path;
+  bool skip_bad = false;
+};
+
+void say(const std::string& message) {
+  std::cerr << "gpumem report: " << message << "\n";
+}
+
+// The same file named twice (a glob and a name) counts once.
+std::string identity(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::path canonical = std::filesystem::weakly_canonical(path, error);
+  return error ? path : canonical.string();
+}
+
+int report_command(const ReportOptions& options) {
+  for (const std::string* path : {&options.json_path, &options.svg_path}) {
+    std::string error;
+    if (!path->empty() && *path != "-" && !check_writable(*path, &error)) {
+      say(error);
+      return 2;
+    }
+  }
+  std::vector<RunFile> runs;
+  std::set<std::string> seen;
+  std::size_t skipped = 0;
+  for (const std::string& path : options.files) {
+    if (!seen.insert(identity(path)).second) {
+      say("skipped " + path + ": named twice");
+      continue;
+    }
+    std::string error;
+    std::optional<RunFile> run = read_run_file(path, &error);
+    if (!run) {
+      if (!options.skip_bad) {
+        say(error + " (--skip-bad reports the other files)");
+        return 1;
+      }
+      say("skipped " + error);
+      ++skipped;
+      continue;
+    }
+    runs.push_back(std::move(*run));
+  }
+  if (runs.empty()) {
+    say("no run file could be read (" + std::to_string(skipped) + " skipped)");
+    return 1;
+  }
+  const JobReport report = combine_runs(runs);
+  bool written = true;
+  auto write = [&](const std::string& path, const std::string& content) {
+    std::string error;
+    if (!write_atomically(path, content, &error)) {
+      say(error);
+      written = false;
+    }
+  };
+  // File and host names may hold bytes that are not UTF-8: U+FFFD in the JSON, never a crash.
+  const auto json = [&] {
+    return report_json(report).dump(2, ' ', false,
+                                    nlohmann::ordered_json::error_handler_t::replace) +
+           "\n";
+  };
+  if (options.json_path == "-") {
+    std::cout << json();
+  } else {
+    std::cout << report_text(report);
+    if (!options.json_path.empty()) write(options.json_path, json());
+  }
+  if (!options.svg_path.empty()) write(options.svg_path, report_svg(report));
+  std::cout.flush();
+  return written ? 0 : 1;
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<ReportOptions>();
+  CLI::App* report = app.add_subcommand(
+      "report", "Combine run files (gpumem run --json) of a job's nodes and ranks into one report");
+  report->footer("Usage: gpumem report [OPTIONS] FILE...   e.g. gpumem report run-*.json");
+  report->add_option("files", options->files, "Run files written by gpumem run --json")->required();
+  report->add_option("--json", options->json_path,
+                     "Write the combined report as JSON (gpumem.report/1); '-' prints it instead "
+                     "of the tables");
+  report->add_option("--svg", options->svg_path, "Write an SVG chart of the peak per rank");
+  report->add_flag("--skip-bad", options->skip_bad,
+                   "Report the readable files when some cannot be read (each is named)");
+  report->callback([options, &exit_code] { exit_code = report_command(*options); });
+}
+
+}  // namespace gpumem::cli
