@@ -96,8 +96,7 @@ class CountersFile {
     ::close(fd);
     path_ = name.data();
     counters_ = run::map_run_counters(path_, /*create=*/true, error);
-    if (counters_ == nullptr) return false;
-    return run::record_device_view(*counters_, error);
+    return counters_ != nullptr;
   }
   ~CountersFile() {
     run::unmap_run_counters(counters_);
@@ -184,8 +183,14 @@ bool write_reports(const RunOptions& options, const RunResult& result, const Run
     }
   };
   write(options.json_path, summary_json(result).dump(2) + "\n");
-  write(options.timeline_path, timeline_csv(monitor.timeline()));
-  write(options.plot_path, svg_plot(result, monitor.timeline()));
+  const std::vector<TimelineRow> timeline = monitor.timeline();
+  write(options.timeline_path, timeline_csv(timeline));
+  write(options.plot_path, svg_plot(result, timeline));
+  if (const std::uint64_t lost = monitor.timeline_events_lost();
+      lost > 0 && (!options.timeline_path.empty() || !options.plot_path.empty())) {
+    fail("the timeline misses " + std::to_string(lost) +
+         " memory events (read too late); the peaks count every event");
+  }
   return written;
 }
 

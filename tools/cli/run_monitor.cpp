@@ -30,15 +30,27 @@ const char* to_string(Series series) {
   return "?";
 }
 
+namespace {
+
+// How often the timeline ring is drained: at a million events a second it holds 65 ms.
+constexpr std::int64_t kDrainPeriodNs = 2'000'000;
+
+}  // namespace
+
 RunMonitor::RunMonitor(std::vector<DeviceInfo> devices, run::RunCounters* counters,
                        bool keep_timeline)
     : counters_(counters), keep_timeline_(keep_timeline) {
   for (DeviceInfo& info : devices) {
     DeviceTrack track;
     track.handle = gpu_handle(info.ordinal);
+    uuids_.push_back(run::parse_uuid(info.uuid));
     track.info = std::move(info);
     devices_.push_back(std::move(track));
   }
+  slots_.assign(devices_.size(), -1);
+  steps_.assign(devices_.size(), StepCoalescer());
+  // Before the command starts: its processes read it once, when they attach.
+  if (counters_ != nullptr) counters_->timeline = keep_timeline_ ? 1 : 0;
 }
 
 RunMonitor::~RunMonitor() {
@@ -85,22 +97,66 @@ void RunMonitor::stop() {
   }
   stop_signal_.notify_all();  // the report should not wait out the rest of an interval
   if (thread_.joinable()) thread_.join();
-  if (tree_) sample();  // the levels the command left behind
+  if (tree_) sample(true);  // the levels the command left behind
 }
 
 void RunMonitor::loop(double interval_s) {
   const auto interval = std::chrono::nanoseconds(static_cast<std::int64_t>(interval_s * 1e9));
+  const bool draining = counters_ != nullptr && keep_timeline_;
   auto next = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(stop_mutex_);
   while (!stopping_) {
     lock.unlock();
-    sample();
-    next += interval;
-    const auto now = std::chrono::steady_clock::now();
-    if (next < now) next = now;  // a slow sample delays the next one; it never bunches them
+    if (std::chrono::steady_clock::now() >= next) {
+      sample();
+      next += interval;
+      const auto now = std::chrono::steady_clock::now();
+      if (next < now) next = now;  // a slow sample delays the next one; it never bunches them
+    } else {
+      drain_events(false);
+    }
+    auto wake = next;
+    if (draining)
+      wake = std::min(wake,
+                      std::chrono::steady_clock::now() + std::chrono::nanoseconds(kDrainPeriodNs));
     lock.lock();
-    stop_signal_.wait_until(lock, next, [this] { return stopping_; });
+    stop_signal_.wait_until(lock, wake, [this] { return stopping_; });
   }
+}
+
+int RunMonitor::device_slot(std::size_t track) {
+  if (slots_[track] < 0 && uuids_[track])
+    slots_[track] = run::find_device(*counters_, *uuids_[track]);
+  return slots_[track];
+}
+
+// The events the measured processes appended since the last drain, into each device's steps.
+void RunMonitor::drain_events(bool final) {
+  if (counters_ == nullptr || !keep_timeline_) return;
+  int track_of_slot[run::kMaxDevices];
+  std::fill(std::begin(track_of_slot), std::end(track_of_slot), -1);
+  for (std::size_t track = 0; track < devices_.size(); ++track) {
+    if (const int slot = device_slot(track); slot >= 0)
+      track_of_slot[slot] = static_cast<int>(track);
+  }
+  ring_reader_.drain(counters_->ring, final,
+                     [&](int slot, std::int64_t time_ns, std::int64_t level) {
+                       if (const int track = track_of_slot[slot]; track >= 0)
+                         steps_[static_cast<std::size_t>(track)].add(time_ns - start_ns_, level);
+                     });
+}
+
+std::vector<TimelineRow> RunMonitor::timeline() const {
+  std::vector<TimelineRow> rows = timeline_;
+  if (counters_ == nullptr || !keep_timeline_) return rows;
+  for (std::size_t track = 0; track < devices_.size(); ++track) {
+    const int ordinal = devices_[track].info.ordinal;
+    rows.push_back({0.0, ordinal, Series::exact, 0, 0});  // nothing is counted before the start
+    for (const Step& step : steps_[track].steps())
+      rows.push_back(
+          {static_cast<double>(step.time_ns) / 1e9, ordinal, Series::exact, 0, step.level});
+  }
+  return rows;
 }
 
 // A process that died without freeing (killed, or exited through _exit) sent no free events,
@@ -127,8 +183,10 @@ void RunMonitor::read_attachments() {
     // A process counted exactly once (before an exec, or after) stays so: its events counted.
     if (state == run::kAttachedExact) {
       attachment = {true, {}};
-    } else if (!attachment.exact) {
-      attachment.reason = std::string(record.reason, strnlen(record.reason, sizeof record.reason));
+    } else if (state == run::kAttachedLost || !attachment.exact) {
+      // A process that stopped counting (an event it could not place) took its counts back.
+      attachment = {false,
+                    std::string(record.reason, strnlen(record.reason, sizeof record.reason))};
     }
     ++records_read_;
   }
@@ -139,26 +197,29 @@ bool RunMonitor::counted_exactly(unsigned pid) const {
   return found != attachments_.end() && found->second.exact;
 }
 
-// What a process's events hold on a device now; nullopt once it gave its slot back (it is
-// exiting: what NVML still shows for it is no longer beyond its events).
-std::optional<std::int64_t> RunMonitor::events_held(unsigned pid, int ordinal) const {
-  if (ordinal < 0 || ordinal >= run::kMaxDevices) return std::nullopt;
+// What a process's events hold on a device (slot) now; nullopt once it gave its slot back (it
+// is exiting: what NVML still shows for it is no longer beyond its events). A process that never
+// counted on the device holds 0 there.
+std::optional<std::int64_t> RunMonitor::events_held(unsigned pid, int device) const {
   for (const run::ProcessSlot& slot : counters_->processes) {
     if (slot.pid.load(std::memory_order_acquire) == static_cast<std::int32_t>(pid))
-      return slot.held[ordinal].load(std::memory_order_relaxed);
+      return device >= 0 ? slot.held[device].load(std::memory_order_relaxed) : 0;
   }
   return std::nullopt;
 }
 
-void RunMonitor::sample() {
+void RunMonitor::sample(bool final) {
   ++samples_;
   if (counters_ != nullptr) {
     read_attachments();
     give_back_dead_processes();
+    drain_events(final);
   }
   const double time_s = now_s();
-  for (DeviceTrack& track : devices_) {
+  for (std::size_t index = 0; index < devices_.size(); ++index) {
+    DeviceTrack& track = devices_[index];
     const int ordinal = track.info.ordinal;
+    const int slot = counters_ != nullptr ? device_slot(index) : -1;
     if (const auto used = gpu_mem_get_used_bytes_fast(track.handle)) {
       track.device_end = static_cast<std::int64_t>(*used);
       track.device_peak = std::max(track.device_peak, track.device_end);
@@ -171,10 +232,10 @@ void RunMonitor::sample() {
     // What the events held before NVML was read and after: an event in between must not pass
     // for context memory.
     std::unordered_map<unsigned, std::int64_t> held_before;
-    if (counters_ != nullptr && ordinal >= 0 && ordinal < run::kMaxDevices) {
-      for (const run::ProcessSlot& slot : counters_->processes) {
-        if (const std::int32_t pid = slot.pid.load(std::memory_order_acquire); pid != 0)
-          held_before[static_cast<unsigned>(pid)] = slot.held[ordinal].load();
+    if (counters_ != nullptr) {
+      for (const run::ProcessSlot& process : counters_->processes) {
+        if (const std::int32_t pid = process.pid.load(std::memory_order_acquire); pid != 0)
+          held_before[static_cast<unsigned>(pid)] = slot >= 0 ? process.held[slot].load() : 0;
       }
     }
     for (const ProcessMemory& process : device_processes(ordinal)) {
@@ -186,8 +247,8 @@ void RunMonitor::sample() {
         escaped_sum += bytes;
       } else {
         const auto before = held_before.find(process.pid);
-        const std::optional<std::int64_t> after = events_held(process.pid, ordinal);
-        const std::uint64_t key = std::uint64_t{process.pid} * run::kMaxDevices + ordinal;
+        const std::optional<std::int64_t> after = events_held(process.pid, slot);
+        const std::uint64_t key = std::uint64_t{process.pid} * devices_.size() + index;
         // Only a reading no event overlapped tells the context apart from the events; the
         // last such estimate stands in for the others.
         if (before != held_before.end() && after && before->second == *after)
@@ -211,22 +272,24 @@ void RunMonitor::sample() {
       track.tree_peak = tree_sum;
       track.tree_peak_time_s = time_s;
     }
-    if (counters_ != nullptr && ordinal >= 0 && ordinal < run::kMaxDevices) {
-      const run::DeviceCounters& exact = counters_->devices[ordinal];
-      const std::int64_t peak = exact.peak.load(std::memory_order_relaxed);
-      const std::int64_t current = exact.current.load(std::memory_order_relaxed);
+    if (counters_ != nullptr) {
+      // A device no measured process has counted on yet holds nothing of theirs.
+      const run::DeviceCounters* exact = slot >= 0 ? &counters_->devices[slot] : nullptr;
+      const std::int64_t peak = exact ? exact->peak.load(std::memory_order_relaxed) : 0;
+      const std::int64_t current = exact ? exact->current.load(std::memory_order_relaxed) : 0;
       const bool rose = peak > track.exact_peak;
       if (rose) {
-        // The peak happened between two samples; the timeline shows it where it happened.
         const double peak_time_s = std::clamp(
-            static_cast<double>(exact.peak_time_ns.load() - start_ns_) / 1e9, 0.0, time_s);
+            static_cast<double>(exact->peak_time_ns.load() - start_ns_) / 1e9, 0.0, time_s);
         track.exact_peak = peak;
         track.exact_peak_time_s = peak_time_s;
-        if (keep_timeline_ && peak != current) {
+        // Without the event timeline (it lost events), the peak is shown where it happened.
+        if (keep_timeline_ && peak != current && ring_reader_.lost > 0) {
           timeline_.push_back({peak_time_s, ordinal, Series::exact, 0, peak});
         }
       }
-      if (keep_timeline_) timeline_.push_back({time_s, ordinal, Series::exact, 0, current});
+      if (keep_timeline_ && ring_reader_.lost > 0)
+        timeline_.push_back({time_s, ordinal, Series::exact, 0, current});
       track.context_bytes = std::max(track.context_bytes, context_sum);
       // The events' peak since the last sample, on top of the contexts held now.
       if (rose && peak + context_sum > track.footprint_peak) {

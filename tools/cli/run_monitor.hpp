@@ -1,11 +1,14 @@
 // Samples a running command while `gpumem run` waits for it: per device, the NVML memory used
 // on the device, the per-process usage of the command's process tree and, in exact mode, the
-// level the injected processes count in the shared counters.
+// level the injected processes count in the shared counters, found by the device's UUID. With a
+// timeline, it also drains the events the processes append, every few milliseconds, into steps
+// at event resolution (coalesced into bounded memory, every bucket's extremes kept).
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -17,6 +20,7 @@
 #include "gpumem/memory.hpp"
 #include "process_tree.hpp"
 #include "run_counters.hpp"
+#include "step_coalescer.hpp"
 
 namespace gpumem::cli {
 
@@ -84,18 +88,27 @@ class RunMonitor {
   double elapsed_s() const;
   std::size_t samples() const { return samples_; }
   const std::vector<DeviceTrack>& devices() const { return devices_; }
-  const std::vector<TimelineRow>& timeline() const { return timeline_; }
+  // Every sample and, in exact mode, the exact level's steps, in no particular order.
+  std::vector<TimelineRow> timeline() const;
+  // Timeline events the monitor could not read before they were overwritten (it fell behind
+  // by a whole ring); the peaks do not depend on them.
+  std::uint64_t timeline_events_lost() const { return ring_reader_.lost; }
   std::vector<ProcessPeak> process_peaks() const { return process_peaks_; }
   // The processes that loaded the injection library, by pid (read at each sample).
   const std::unordered_map<unsigned, Attachment>& attachments() const { return attachments_; }
 
  private:
   void loop(double interval_s);
-  void sample();
+  // `final`: the last one, after the command and its descendants are gone.
+  void sample(bool final = false);
   void give_back_dead_processes();
   void read_attachments();
   bool counted_exactly(unsigned pid) const;
-  std::optional<std::int64_t> events_held(unsigned pid, int ordinal) const;
+  // The shared counters' slot of a measured device (found by its UUID once a measured process
+  // named it), -1 while none is.
+  int device_slot(std::size_t track);
+  std::optional<std::int64_t> events_held(unsigned pid, int slot) const;
+  void drain_events(bool final);
   double now_s() const;
 
   std::vector<DeviceTrack> devices_;
@@ -110,10 +123,14 @@ class RunMonitor {
   std::thread thread_;
   std::size_t samples_ = 0;
   std::vector<TimelineRow> timeline_;
+  std::vector<std::optional<run::Uuid>> uuids_;  // per track
+  std::vector<int> slots_;                       // per track: its device slot, -1 unknown
+  std::vector<StepCoalescer> steps_;             // per track: the exact level at each event
+  run::RingReader ring_reader_;
   std::vector<ProcessPeak> process_peaks_;
   std::unordered_map<unsigned, Attachment> attachments_;
   std::int32_t records_read_ = 0;
-  // Per process and device (pid * kMaxDevices + ordinal): NVML's figure beyond the events.
+  // Per process and device (pid * kMaxDevices + slot): NVML's figure beyond the events.
   std::unordered_map<std::uint64_t, std::int64_t> contexts_;
 };
 
