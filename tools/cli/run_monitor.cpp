@@ -32,8 +32,10 @@ const char* to_string(Series series) {
 
 namespace {
 
-// How often the timeline ring is drained: at a million events a second it holds 65 ms.
-constexpr std::int64_t kDrainPeriodNs = 2'000'000;
+// The timeline ring is drained at every sample and, when events come faster than a quarter of
+// the ring per interval, in between: never more often than every 2 ms (at a million events a
+// second the ring holds 65 ms).
+constexpr std::int64_t kMinDrainPeriodNs = 2'000'000;
 
 }  // namespace
 
@@ -116,9 +118,22 @@ void RunMonitor::loop(double interval_s) {
       drain_events(false);
     }
     auto wake = next;
-    if (draining)
-      wake = std::min(wake,
-                      std::chrono::steady_clock::now() + std::chrono::nanoseconds(kDrainPeriodNs));
+    if (draining) {
+      // A quarter of the ring at the rate events came since the last wake.
+      const std::int64_t now_ns = monotonic_ns();
+      const std::uint64_t head = counters_->ring.head.load(std::memory_order_relaxed);
+      const double rate = static_cast<double>(head - drained_head_) /
+                          static_cast<double>(std::max<std::int64_t>(now_ns - drained_ns_, 1));
+      drained_head_ = head;
+      drained_ns_ = now_ns;
+      const double period_ns =
+          rate > 0 ? static_cast<double>(run::kEventRingSize / 4) / rate : 1e18;
+      if (period_ns < static_cast<double>(interval.count())) {
+        wake = std::min(wake, std::chrono::steady_clock::now() +
+                                  std::chrono::nanoseconds(std::max(
+                                      kMinDrainPeriodNs, static_cast<std::int64_t>(period_ns))));
+      }
+    }
     lock.lock();
     stop_signal_.wait_until(lock, wake, [this] { return stopping_; });
   }

@@ -127,6 +127,8 @@ class RunMonitor {
   std::vector<int> slots_;                       // per track: its device slot, -1 unknown
   std::vector<StepCoalescer> steps_;             // per track: the exact level at each event
   run::RingReader ring_reader_;
+  std::uint64_t drained_head_ = 0;  // the ring's head and the time at the loop's last wake
+  std::int64_t drained_ns_ = 0;
   std::vector<ProcessPeak> process_peaks_;
   std::unordered_map<unsigned, Attachment> attachments_;
   std::int32_t records_read_ = 0;
