@@ -177,7 +177,9 @@ std::vector<TimelineRow> RunMonitor::timeline() const {
 // A process that died without freeing (killed, or exited through _exit) sent no free events,
 // yet the driver released its memory: take what it held off the tree's level.
 void RunMonitor::give_back_dead_processes() {
-  for (run::ProcessSlot& slot : counters_->processes) {
+  const std::size_t used = run::process_slots_used(*counters_);
+  for (std::size_t index = 0; index < used; ++index) {
+    run::ProcessSlot& slot = counters_->processes[index];
     const std::int32_t pid = slot.pid.load(std::memory_order_acquire);
     if (pid == 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
     run::give_back(*counters_, slot);
@@ -216,7 +218,9 @@ bool RunMonitor::counted_exactly(unsigned pid) const {
 // is exiting: what NVML still shows for it is no longer beyond its events). A process that never
 // counted on the device holds 0 there.
 std::optional<std::int64_t> RunMonitor::events_held(unsigned pid, int device) const {
-  for (const run::ProcessSlot& slot : counters_->processes) {
+  const std::size_t used = run::process_slots_used(*counters_);
+  for (std::size_t index = 0; index < used; ++index) {
+    const run::ProcessSlot& slot = counters_->processes[index];
     if (slot.pid.load(std::memory_order_acquire) == static_cast<std::int32_t>(pid))
       return device >= 0 ? slot.held[device].load(std::memory_order_relaxed) : 0;
   }
@@ -248,7 +252,9 @@ void RunMonitor::sample(bool final) {
     // for context memory.
     std::unordered_map<unsigned, std::int64_t> held_before;
     if (counters_ != nullptr) {
-      for (const run::ProcessSlot& process : counters_->processes) {
+      const std::size_t used = run::process_slots_used(*counters_);
+      for (std::size_t each = 0; each < used; ++each) {
+        const run::ProcessSlot& process = counters_->processes[each];
         if (const std::int32_t pid = process.pid.load(std::memory_order_acquire); pid != 0)
           held_before[static_cast<unsigned>(pid)] = slot >= 0 ? process.held[slot].load() : 0;
       }

@@ -76,7 +76,9 @@ void on_event(void*, int ordinal, std::int64_t delta_bytes) {
 
 ProcessSlot* claim_slot() {
   const std::int32_t pid = ::getpid();
-  for (ProcessSlot& slot : g_counters->processes) {
+  const std::size_t used = gpumem::run::process_slots_used(*g_counters);
+  for (std::size_t index = 0; index < used; ++index) {
+    ProcessSlot& slot = g_counters->processes[index];
     if (slot.pid.load(std::memory_order_relaxed) == pid) {  // our image before an exec
       gpumem::run::give_back(*g_counters, slot);
       return &slot;
@@ -85,6 +87,7 @@ ProcessSlot* claim_slot() {
   for (ProcessSlot& slot : g_counters->processes) {
     std::int32_t expected = 0;
     if (slot.pid.compare_exchange_strong(expected, pid, std::memory_order_acq_rel)) {
+      gpumem::run::note_process_slot(*g_counters, static_cast<int>(&slot - g_counters->processes));
       // An event racing its previous owner's exit may have left bytes here: they are not ours.
       gpumem::run::give_back(*g_counters, slot);
       return &slot;

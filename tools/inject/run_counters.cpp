@@ -56,6 +56,13 @@ void give_back(RunCounters& counters, ProcessSlot& slot) noexcept {
   }
 }
 
+void note_process_slot(RunCounters& counters, int index) noexcept {
+  std::int32_t used = counters.processes_used.load(std::memory_order_relaxed);
+  while (used < index + 1 && !counters.processes_used.compare_exchange_weak(
+                                 used, index + 1, std::memory_order_acq_rel)) {
+  }
+}
+
 void record_attach(RunCounters& counters, std::int32_t pid, std::int32_t state,
                    const std::string& reason) noexcept {
   const std::int32_t index = counters.record_count.fetch_add(1, std::memory_order_acq_rel);

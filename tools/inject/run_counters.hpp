@@ -9,6 +9,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -99,6 +100,8 @@ struct RunCounters {
   std::atomic<std::int32_t> reason_claimed;  // first fallback reason wins
   char fallback_reason[256];
   DeviceCounters devices[kMaxDevices];
+  // Slots [0, processes_used) have been claimed at some time: the monitor looks no further.
+  std::atomic<std::int32_t> processes_used;
   ProcessSlot processes[kMaxProcesses];
   std::atomic<std::int32_t> record_count;  // may pass kMaxRecords: the rest were not recorded
   AttachRecord records[kMaxRecords];
@@ -164,6 +167,14 @@ inline std::int64_t add_event(RunCounters& counters, int device, std::int64_t de
 int find_or_claim_device(RunCounters& counters, const Uuid& uuid) noexcept;
 // The slot named `uuid`, -1 when none is (yet): the monitor's side, which claims nothing.
 int find_device(const RunCounters& counters, const Uuid& uuid) noexcept;
+
+// Marks slot `index` as claimed, for the monitor's scans (call after claiming it).
+void note_process_slot(RunCounters& counters, int index) noexcept;
+// The process slots ever claimed: the monitor's view of `processes`.
+inline std::size_t process_slots_used(const RunCounters& counters) noexcept {
+  const std::int32_t used = counters.processes_used.load(std::memory_order_acquire);
+  return static_cast<std::size_t>(std::clamp(used, 0, kMaxProcesses));
+}
 
 // Takes what a process still holds off the tree's levels: the driver frees a process's memory
 // when it exits (or when an exec replaces its image), and no free event comes for it.
