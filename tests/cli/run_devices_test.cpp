@@ -109,5 +109,29 @@ TEST(RunDevices, MigInstancesAreCountedByTheirOwnUuid) {
   EXPECT_EQ(device(summary, 1)["exact_peak_bytes"], 20 * MiB);
 }
 
+TEST(RunDevices, AGpusMigDevicesAreSummedIntoTheGpu) {
+  SimGpu gpu(R"({"devices": [
+    {"name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-aaaaaaaa-0000-4000-8000-000000000000"},
+    {"name": "NVIDIA A100-SXM4-80GB MIG 3g.40gb", "uuid": "MIG-bbbbbbbb-0000-4000-8000-000000000001",
+     "parent": 0, "total_mib": 40000},
+    {"name": "NVIDIA A100-SXM4-80GB MIG 3g.40gb", "uuid": "MIG-dddddddd-0000-4000-8000-000000000003",
+     "parent": 0, "total_mib": 40000},
+    {"name": "NVIDIA H200", "uuid": "GPU-cccccccc-0000-4000-8000-000000000002"}]})");
+  // gpumem sees the two GPUs; its workers each get a MIG device of the A100.
+  const std::string line =
+      workload("CUDA_VISIBLE_DEVICES=MIG-bbbbbbbb", "alloc a 50MiB; sleep 400ms") + " & " +
+      workload("CUDA_VISIBLE_DEVICES=MIG-dddddddd", "alloc b 70MiB; sleep 400ms") + " & " +
+      workload("CUDA_VISIBLE_DEVICES=GPU-aaaaaaaa", "alloc c 30MiB; sleep 400ms") + " & wait";
+  CommandResult result;
+  const nlohmann::json summary = run_json(line, result);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(summary["mode"], "exact") << summary.dump(2);
+  EXPECT_EQ(summary["exact_processes"], 3);
+  ASSERT_EQ(summary["devices"].size(), 2u) << summary.dump(2);
+  EXPECT_EQ(device(summary, 0)["uuid"], "GPU-aaaaaaaa-0000-4000-8000-000000000000");
+  EXPECT_EQ(device(summary, 0)["exact_peak_bytes"], 150 * MiB);  // both MIG devices and the GPU
+  EXPECT_EQ(device(summary, 1)["exact_peak_bytes"], 0);
+}
+
 }  // namespace
 }  // namespace gpumem::testing

@@ -52,7 +52,27 @@ RunMonitor::RunMonitor(std::vector<DeviceInfo> devices, run::RunCounters* counte
   slots_.assign(devices_.size(), -1);
   steps_.assign(devices_.size(), StepCoalescer());
   // Before the command starts: its processes read it once, when they attach.
-  if (counters_ != nullptr) counters_->timeline = keep_timeline_ ? 1 : 0;
+  if (counters_ != nullptr) {
+    counters_->timeline = keep_timeline_ ? 1 : 0;
+    name_devices();
+  }
+}
+
+// Names a slot for each measured device, and counts the MIG devices of a measured GPU in its
+// slot (unless gpumem measures that MIG device itself): the GPU's figures then sum every
+// process on it, whichever of its MIG devices each one used. Before the command starts.
+void RunMonitor::name_devices() {
+  for (std::size_t track = 0; track < devices_.size(); ++track) {
+    if (uuids_[track]) slots_[track] = run::find_or_claim_device(*counters_, *uuids_[track]);
+  }
+  for (std::size_t track = 0; track < devices_.size(); ++track) {
+    if (slots_[track] < 0) continue;
+    for (const std::string& text : mig_device_uuids(devices_[track].info.ordinal)) {
+      const std::optional<run::Uuid> mig = run::parse_uuid(text);
+      if (!mig || std::find(uuids_.begin(), uuids_.end(), mig) != uuids_.end()) continue;
+      run::add_alias(*counters_, *mig, slots_[track]);
+    }
+  }
 }
 
 RunMonitor::~RunMonitor() {

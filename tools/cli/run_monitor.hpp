@@ -107,6 +107,7 @@ class RunMonitor {
   // The shared counters' slot of a measured device (found by its UUID once a measured process
   // named it), -1 while none is.
   int device_slot(std::size_t track);
+  void name_devices();
   std::optional<std::int64_t> events_held(unsigned pid, int slot) const;
   void drain_events(bool final);
   double now_s() const;

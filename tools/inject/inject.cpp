@@ -45,7 +45,7 @@ int resolve_device_slot(int ordinal, std::string& why) {
   }
   gpumem::run::Uuid bytes{};
   std::memcpy(bytes.data(), uuid.bytes, bytes.size());
-  const int slot = gpumem::run::find_or_claim_device(*g_counters, bytes);
+  const int slot = gpumem::run::counting_device(*g_counters, bytes);
   if (slot < 0) {
     why = "more than " + std::to_string(gpumem::run::kMaxDevices) + " devices in one run";
   }

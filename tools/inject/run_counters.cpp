@@ -142,6 +142,25 @@ int find_device(const RunCounters& counters, const Uuid& uuid) noexcept {
   return -1;
 }
 
+bool add_alias(RunCounters& counters, const Uuid& uuid, int device) noexcept {
+  if (counters.alias_count < 0 || counters.alias_count >= kMaxAliases) return false;
+  DeviceAlias& alias = counters.aliases[counters.alias_count++];
+  std::memcpy(alias.uuid, uuid.data(), uuid.size());
+  alias.device = device;
+  return true;
+}
+
+int counting_device(RunCounters& counters, const Uuid& uuid) noexcept {
+  const int aliases = std::clamp(counters.alias_count, 0, kMaxAliases);
+  for (int index = 0; index < aliases; ++index) {
+    const DeviceAlias& alias = counters.aliases[index];
+    if (std::memcmp(alias.uuid, uuid.data(), uuid.size()) == 0 && alias.device >= 0 &&
+        alias.device < kMaxDevices)
+      return alias.device;
+  }
+  return find_or_claim_device(counters, uuid);
+}
+
 void RingReader::drain(
     const EventRing& ring, bool final,
     const std::function<void(int device, std::int64_t time_ns, std::int64_t level)>& sink) {

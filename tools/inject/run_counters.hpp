@@ -29,6 +29,7 @@ inline constexpr std::uint32_t kCountersVersion = 4;
 inline constexpr int kMaxDevices = 64;     // physical devices (UUIDs) counted in one run
 inline constexpr int kMaxProcesses = 512;  // CUDA processes of one tree tracked at once
 inline constexpr int kMaxRecords = 4096;   // processes whose attachment is recorded, per run
+inline constexpr int kMaxAliases = 256;    // MIG devices counted under their GPU
 // Timeline events kept for the monitor: 2 MiB of the file; at a million events a second it
 // holds 65 ms, and the monitor drains it every few milliseconds.
 inline constexpr std::uint64_t kEventRingSize = 1u << 16;
@@ -72,6 +73,13 @@ struct alignas(64) DeviceCounters {
   std::atomic<std::int64_t> peak_time_ns;  // CLOCK_MONOTONIC when `peak` was last raised
 };
 
+// A MIG device that the monitor measures as part of its GPU: events on it count in the GPU's
+// slot, so the GPU's figures sum every process on it whichever MIG device it used.
+struct DeviceAlias {
+  unsigned char uuid[16];
+  std::int32_t device;  // the GPU's slot
+};
+
 // One event of the timeline: the level its device (slot) reached, and when. A seqlock entry:
 // `sequence` is its ring position + 1 once written, 0 while it is being written.
 struct TimelineEvent {
@@ -100,6 +108,9 @@ struct RunCounters {
   std::atomic<std::int32_t> reason_claimed;  // first fallback reason wins
   char fallback_reason[256];
   DeviceCounters devices[kMaxDevices];
+  // Written by the monitor before the command starts; read-only afterwards.
+  std::int32_t alias_count;
+  DeviceAlias aliases[kMaxAliases];
   // Slots [0, processes_used) have been claimed at some time: the monitor looks no further.
   std::atomic<std::int32_t> processes_used;
   ProcessSlot processes[kMaxProcesses];
@@ -167,6 +178,11 @@ inline std::int64_t add_event(RunCounters& counters, int device, std::int64_t de
 int find_or_claim_device(RunCounters& counters, const Uuid& uuid) noexcept;
 // The slot named `uuid`, -1 when none is (yet): the monitor's side, which claims nothing.
 int find_device(const RunCounters& counters, const Uuid& uuid) noexcept;
+// The slot a measured process counts a device's events in: its GPU's, for a MIG device the
+// monitor measures as part of its GPU, else its own (found or claimed); -1 when none is left.
+int counting_device(RunCounters& counters, const Uuid& uuid) noexcept;
+// The monitor's side: counts `uuid`'s events in slot `device` (false when the table is full).
+bool add_alias(RunCounters& counters, const Uuid& uuid, int device) noexcept;
 
 // Marks slot `index` as claimed, for the monitor's scans (call after claiming it).
 void note_process_slot(RunCounters& counters, int index) noexcept;
