@@ -133,5 +133,17 @@ TEST(RunDevices, AGpusMigDevicesAreSummedIntoTheGpu) {
   EXPECT_EQ(device(summary, 1)["exact_peak_bytes"], 0);
 }
 
+TEST(RunDevices, ADeviceGpumemDoesNotMeasureIsNamedWithWhatWasCountedThere) {
+  SimGpu gpu;
+  const CommandResult result =
+      run_command({gpumem_binary(), "run", "--device", "0", "--", sim_tool(), "workload",
+                   "device 1; alloc a 10MiB; free a"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("used a device gpumem does not measure (UUID "
+                            "aaaaaaaa-1111-4000-8000-000000000000, peak 10.0 MiB counted)"),
+            std::string::npos)
+      << result.err;
+}
+
 }  // namespace
 }  // namespace gpumem::testing

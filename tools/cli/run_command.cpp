@@ -16,6 +16,7 @@
 
 #include "child_process.hpp"
 #include "commands.hpp"
+#include "format.hpp"
 #include "gpumem/device.hpp"
 #include "inject_library.hpp"
 #include "output_file.hpp"
@@ -271,8 +272,16 @@ int run_command(const RunOptions& options) {
   result.samples = monitor.samples();
   result.devices = monitor.devices();
   judge_processes(inject.empty() ? nullptr : counters_file.counters(), monitor, result);
+  // Exact counts that no reported figure holds: say so, and why.
+  std::string unmeasured;
+  for (const RunMonitor::UnmeasuredDevice& device : monitor.unmeasured_devices()) {
+    unmeasured += "gpumem: the command also used a device gpumem does not measure (UUID " +
+                  device.uuid + ", peak " + format_bytes(device.peak) +
+                  " counted): it is outside gpumem's own CUDA_VISIBLE_DEVICES or left out by "
+                  "--device\n";
+  }
   if (options.mode == Mode::exact && result.measured != Measured::exact) {
-    std::cerr << summary_text(result);
+    std::cerr << summary_text(result) << unmeasured;
     fail("--mode exact: " + std::to_string(result.escaped_processes) + " process" +
          (result.escaped_processes == 1 ? "" : "es") + " escaped exact counting (" +
          result.fallback_reason + "); the command's own status was " +
@@ -281,7 +290,7 @@ int run_command(const RunOptions& options) {
     return 2;
   }
 
-  std::cerr << summary_text(result);
+  std::cerr << summary_text(result) << unmeasured;
   const bool written = write_reports(options, result, monitor);
   // The command's status is the answer; a report that could not be written turns success into 1.
   return (!written && result.exit.exit_code == 0) ? 1 : result.exit.exit_code;

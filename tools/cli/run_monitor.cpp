@@ -181,6 +181,25 @@ void RunMonitor::drain_events(bool final) {
                      });
 }
 
+std::vector<RunMonitor::UnmeasuredDevice> RunMonitor::unmeasured_devices() const {
+  std::vector<UnmeasuredDevice> found;
+  if (counters_ == nullptr) return found;
+  for (int slot = 0; slot < run::kMaxDevices; ++slot) {
+    const run::DeviceCounters& device = counters_->devices[slot];
+    if (device.state.load(std::memory_order_acquire) != run::kDeviceNamed) continue;
+    const std::int64_t peak = device.peak.load(std::memory_order_relaxed);
+    if (peak <= 0 || std::find(slots_.begin(), slots_.end(), slot) != slots_.end()) continue;
+    char text[40];
+    const unsigned char* b = device.uuid;
+    std::snprintf(text, sizeof text,
+                  "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                  b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                  b[14], b[15]);
+    found.push_back({text, peak});
+  }
+  return found;
+}
+
 std::vector<TimelineRow> RunMonitor::timeline() const {
   std::vector<TimelineRow> rows = timeline_;
   if (counters_ == nullptr || !keep_timeline_) return rows;

@@ -93,6 +93,13 @@ class RunMonitor {
   // Timeline events the monitor could not read before they were overwritten (it fell behind
   // by a whole ring); the peaks do not depend on them.
   std::uint64_t timeline_events_lost() const { return ring_reader_.lost; }
+  // Devices that measured processes counted events on but gpumem does not measure (outside its
+  // own CUDA_VISIBLE_DEVICES, or left out by --device): their UUIDs (hex, no prefix) and peaks.
+  struct UnmeasuredDevice {
+    std::string uuid;
+    std::int64_t peak = 0;
+  };
+  std::vector<UnmeasuredDevice> unmeasured_devices() const;
   std::vector<ProcessPeak> process_peaks() const { return process_peaks_; }
   // The processes that loaded the injection library, by pid (read at each sample).
   const std::unordered_map<unsigned, Attachment>& attachments() const { return attachments_; }
