@@ -1,7 +1,8 @@
 // What `gpumem run` costs an allocation-heavy program: the same simulated workload run bare and
 // under `gpumem run` (exact and sampled), alternating in one process so both see the same
 // machine. The `ratio` counter is wrapped time / bare time (targets: sampled <= 1.05, exact
-// <= 1.05). RunStartup gives the fixed cost `gpumem run` adds to each CUDA process of a job
+// <= 1.05; exact_timeline also writes --timeline and --plot, every event going to the timeline
+// ring). RunStartup gives the fixed cost `gpumem run` adds to each CUDA process of a job
 // (`per_process_ms`, target <= 2 ms): ten short processes against one, wrapped against bare.
 #include <spawn.h>
 #include <sys/wait.h>
@@ -9,6 +10,7 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -42,14 +44,21 @@ double run_seconds(const std::vector<std::string>& argv) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void RunOverhead(benchmark::State& state, const char* mode) {
+// `timeline`: also write --timeline and --plot, so every event goes to the timeline ring too.
+void RunOverhead(benchmark::State& state, const char* mode, bool timeline) {
   gpumem::testing::SimGpu gpu;
   const std::string tool = gpumem::testing::sim_path("gpumem-sim");
   // Ten CUDA processes in a row, each making 8000 allocation calls.
   const std::vector<std::string> bare = {
       "/bin/sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10; do \"$0\" workload \"$1\"; done", tool,
       allocation_heavy_script()};
-  std::vector<std::string> wrapped = {GPUMEM_CLI_PATH, "run", "--mode", mode, "--"};
+  std::vector<std::string> wrapped = {GPUMEM_CLI_PATH, "run", "--mode", mode};
+  const std::string folder = std::filesystem::temp_directory_path().string() + "/";
+  if (timeline) {
+    wrapped.insert(wrapped.end(), {"--timeline", folder + "bench-timeline.csv", "--plot",
+                                   folder + "bench-plot.svg"});
+  }
+  wrapped.push_back("--");
   wrapped.insert(wrapped.end(), bare.begin(), bare.end());
   run_seconds(bare);  // creates the simulator's state file outside the measurement
   double bare_total = 0, wrapped_total = 0;
@@ -103,11 +112,15 @@ BENCHMARK_CAPTURE(RunStartup, exact, "exact")
     ->UseManualTime()
     ->Iterations(20)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(RunOverhead, sampled, "sampled")
+BENCHMARK_CAPTURE(RunOverhead, sampled, "sampled", false)
     ->UseManualTime()
     ->Iterations(20)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(RunOverhead, exact, "exact")
+BENCHMARK_CAPTURE(RunOverhead, exact, "exact", false)
+    ->UseManualTime()
+    ->Iterations(20)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(RunOverhead, exact_timeline, "exact", true)
     ->UseManualTime()
     ->Iterations(20)
     ->Unit(benchmark::kMillisecond);

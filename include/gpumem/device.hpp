@@ -35,6 +35,9 @@ std::vector<DeviceInfo> devices() noexcept;
 // Processes holding memory on the device (compute and graphics), robust to the driver's
 // process-record size. Empty on failure.
 std::vector<ProcessMemory> device_processes(int id = current_device) noexcept;
+// The UUIDs ("MIG-…") of the MIG devices of a GPU, as NVML lists them under it; empty for a GPU
+// without MIG, for a MIG device itself, and on failure.
+std::vector<std::string> mig_device_uuids(int id = current_device) noexcept;
 // The installed driver's version string ("580.65.06"), empty without NVML.
 std::string driver_version() noexcept;
 

@@ -92,6 +92,32 @@ std::vector<DeviceInfo> devices() noexcept {
   return all;
 }
 
+std::vector<std::string> mig_device_uuids(int id) noexcept {
+  std::vector<std::string> uuids;
+  try {
+    const identity::MappedDevice* device = identity::find_device(id);
+    const driver::Nvml& nvml = driver::nvml();
+    unsigned most = 0;
+    if (device == nullptr || device->handle == nullptr ||
+        nvml.deviceGetMaxMigDeviceCount == nullptr ||
+        nvml.deviceGetMigDeviceHandleByIndex == nullptr || nvml.deviceGetUUID == nullptr ||
+        nvml.deviceGetMaxMigDeviceCount(device->handle, &most) != abi::NVML_SUCCESS) {
+      return uuids;
+    }
+    for (unsigned index = 0; index < most; ++index) {
+      abi::nvmlDevice_t mig = nullptr;
+      char text[abi::NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+      if (nvml.deviceGetMigDeviceHandleByIndex(device->handle, index, &mig) == abi::NVML_SUCCESS &&
+          nvml.deviceGetUUID(mig, text, sizeof text) == abi::NVML_SUCCESS) {
+        uuids.emplace_back(text, strnlen(text, sizeof text));
+      }
+    }
+  } catch (...) {
+    return {};
+  }
+  return uuids;
+}
+
 std::vector<ProcessMemory> device_processes(int id) noexcept {
   try {
     const identity::MappedDevice* device = identity::find_device(id);

@@ -1,6 +1,8 @@
 // The files `gpumem run` writes: the timeline CSV and the SVG plot.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 #include <vector>
@@ -129,6 +131,86 @@ TEST(RunOutput, PlotIsWellFormedSvgWithThePeakMarkedAndLabelled) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(run.folder),
                           std::filesystem::directory_iterator()),
             2);
+}
+
+// Two 1 ms spikes between 50 ms samples: the second is no peak, and only the events show it.
+const char* kTwoSpikes =
+    "alloc a 100MiB; sleep 100ms; spike 50MiB 1ms; sleep 100ms; spike 30MiB 1ms; sleep 100ms; "
+    "free a; sleep 20ms";
+
+std::vector<CsvRow> exact_rows(const std::vector<CsvRow>& rows, int device) {
+  std::vector<CsvRow> exact;
+  for (const CsvRow& row : rows) {
+    if (row.device == device && row.series == "exact" &&
+        (exact.empty() || exact.back().bytes != row.bytes))
+      exact.push_back(row);
+  }
+  return exact;
+}
+
+TEST(RunOutput, TimelineHasTheExactLevelAtEveryEvent) {
+  SimGpu gpu;
+  const Outputs run = run_with_outputs(kTwoSpikes, {"-i", "0.05"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const std::vector<CsvRow> exact = exact_rows(parse_timeline(run.csv), 0);
+  std::vector<long long> levels;
+  for (const CsvRow& row : exact) levels.push_back(row.bytes / static_cast<long long>(MiB));
+  EXPECT_EQ(levels, (std::vector<long long>{0, 100, 150, 100, 130, 100, 0})) << run.csv;
+  ASSERT_EQ(exact.size(), 7u);
+  for (std::size_t spike : {2u, 4u}) {
+    const double held = exact[spike + 1].time_s - exact[spike].time_s;
+    EXPECT_GE(held, 0.0009) << "spike " << spike;  // the 1 ms it lasted, not a sample interval
+    EXPECT_LT(held, 0.04) << "spike " << spike;
+  }
+  EXPECT_NEAR(exact[4].time_s - exact[2].time_s, 0.1, 0.05);
+}
+
+// The numbers of a path's commands, by command letter.
+std::vector<std::pair<char, double>> path_commands(const std::string& d) {
+  std::vector<std::pair<char, double>> commands;
+  std::istringstream in(d);
+  std::string token;
+  while (in >> token) {
+    commands.push_back({token[0], std::stod(token.substr(1))});
+    if (token[0] == 'M') {  // M x y
+      in >> token;
+      commands.push_back({'y', std::stod(token)});
+    }
+  }
+  return commands;
+}
+
+std::string attribute(const std::string& svg, const std::string& element_start,
+                      const std::string& name) {
+  const std::size_t at = svg.find(element_start);
+  if (at == std::string::npos) return {};
+  const std::size_t value = svg.find(name + "=\"", at);
+  if (value == std::string::npos) return {};
+  const std::size_t begin = value + name.size() + 2;
+  return svg.substr(begin, svg.find('"', begin) - begin);
+}
+
+TEST(RunOutput, PlotDrawsTheExactLevelAsStepsWithEverySpikeAtItsHeight) {
+  SimGpu gpu;
+  const Outputs run = run_with_outputs(kTwoSpikes, {"-i", "0.05"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const std::string d = attribute(run.svg, "<path class=\"series-exact\"", "d");
+  ASSERT_FALSE(d.empty()) << run.svg;
+  const auto commands = path_commands(d);
+  ASSERT_GE(commands.size(), 2u);
+  EXPECT_EQ(commands[0].first, 'M');
+  for (std::size_t i = 2; i < commands.size(); ++i)
+    EXPECT_TRUE(commands[i].first == 'H' || commands[i].first == 'V') << d;  // steps only
+  const double zero_y = commands[1].second;                                  // it starts at 0
+  const double peak_y = std::stod(attribute(run.svg, "<g class=\"peak\"", "y1"));
+  auto reaches = [&](double y) {
+    return std::any_of(commands.begin(), commands.end(), [&](const auto& command) {
+      return command.first == 'V' && std::abs(command.second - y) < 0.15;
+    });
+  };
+  EXPECT_TRUE(reaches(peak_y)) << d;                                  // 150 MiB, the peak
+  EXPECT_TRUE(reaches(zero_y + (peak_y - zero_y) * 130 / 150)) << d;  // the second spike
+  EXPECT_TRUE(reaches(zero_y + (peak_y - zero_y) * 100 / 150)) << d;
 }
 
 }  // namespace

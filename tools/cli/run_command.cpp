@@ -17,6 +17,7 @@
 
 #include "child_process.hpp"
 #include "commands.hpp"
+#include "format.hpp"
 #include "gpumem/device.hpp"
 #include "inject_library.hpp"
 #include "output_file.hpp"
@@ -109,8 +110,7 @@ class CountersFile {
     ::close(fd);
     path_ = name.data();
     counters_ = run::map_run_counters(path_, /*create=*/true, error);
-    if (counters_ == nullptr) return false;
-    return run::record_device_view(*counters_, error);
+    return counters_ != nullptr;
   }
   ~CountersFile() {
     run::unmap_run_counters(counters_);
@@ -219,8 +219,14 @@ bool write_reports(const RunOptions& options, const RunResult& result, const Run
   write(options.json_path,
         summary_json(result).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
             "\n");
-  write(options.timeline_path, timeline_csv(monitor.timeline()));
-  write(options.plot_path, svg_plot(result, monitor.timeline()));
+  const std::vector<TimelineRow> timeline = monitor.timeline();
+  write(options.timeline_path, timeline_csv(timeline));
+  write(options.plot_path, svg_plot(result, timeline));
+  if (const std::uint64_t lost = monitor.timeline_events_lost();
+      lost > 0 && (!options.timeline_path.empty() || !options.plot_path.empty())) {
+    fail("the timeline misses " + std::to_string(lost) +
+         " memory events (read too late); the peaks count every event");
+  }
   return written;
 }
 
@@ -317,8 +323,16 @@ int run_command(RunOptions options) {
   result.devices = monitor.devices();
   result.ranks = monitor.rank_peaks();
   judge_processes(inject.empty() ? nullptr : counters_file.counters(), monitor, result);
+  // Exact counts that no reported figure holds: say so, and why.
+  std::string unmeasured;
+  for (const RunMonitor::UnmeasuredDevice& device : monitor.unmeasured_devices()) {
+    unmeasured += "gpumem: the command also used a device gpumem does not measure (UUID " +
+                  device.uuid + ", peak " + format_bytes(device.peak) +
+                  " counted): it is outside gpumem's own CUDA_VISIBLE_DEVICES or left out by "
+                  "--device\n";
+  }
   if (options.mode == Mode::exact && result.measured != Measured::exact) {
-    std::cerr << summary_text(result);
+    std::cerr << summary_text(result) << unmeasured;
     fail("--mode exact: " + std::to_string(result.escaped_processes) + " process" +
          (result.escaped_processes == 1 ? "" : "es") + " escaped exact counting (" +
          result.fallback_reason + "); the command's own status was " +
@@ -327,7 +341,7 @@ int run_command(RunOptions options) {
     return 2;
   }
 
-  std::cerr << summary_text(result);
+  std::cerr << summary_text(result) << unmeasured;
   const bool written = write_reports(options, result, monitor);
   // The command's status is the answer; a report that could not be written turns success into 1.
   return (!written && result.exit.exit_code == 0) ? 1 : result.exit.exit_code;

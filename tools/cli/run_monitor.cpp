@@ -30,14 +30,48 @@ const char* to_string(Series series) {
   return "?";
 }
 
+namespace {
+
+// The timeline ring is drained at every sample and, when events come faster than a quarter of
+// the ring per interval, in between: never more often than every 2 ms (at a million events a
+// second the ring holds 65 ms).
+constexpr std::int64_t kMinDrainPeriodNs = 2'000'000;
+
+}  // namespace
+
 RunMonitor::RunMonitor(std::vector<DeviceInfo> devices, run::RunCounters* counters,
                        bool keep_timeline)
     : counters_(counters), keep_timeline_(keep_timeline) {
   for (DeviceInfo& info : devices) {
     DeviceTrack track;
     track.handle = gpu_handle(info.ordinal);
+    uuids_.push_back(run::parse_uuid(info.uuid));
     track.info = std::move(info);
     devices_.push_back(std::move(track));
+  }
+  slots_.assign(devices_.size(), -1);
+  steps_.assign(devices_.size(), StepCoalescer());
+  // Before the command starts: its processes read it once, when they attach.
+  if (counters_ != nullptr) {
+    counters_->timeline = keep_timeline_ ? 1 : 0;
+    name_devices();
+  }
+}
+
+// Names a slot for each measured device, and counts the MIG devices of a measured GPU in its
+// slot (unless gpumem measures that MIG device itself): the GPU's figures then sum every
+// process on it, whichever of its MIG devices each one used. Before the command starts.
+void RunMonitor::name_devices() {
+  for (std::size_t track = 0; track < devices_.size(); ++track) {
+    if (uuids_[track]) slots_[track] = run::find_or_claim_device(*counters_, *uuids_[track]);
+  }
+  for (std::size_t track = 0; track < devices_.size(); ++track) {
+    if (slots_[track] < 0) continue;
+    for (const std::string& text : mig_device_uuids(devices_[track].info.ordinal)) {
+      const std::optional<run::Uuid> mig = run::parse_uuid(text);
+      if (!mig || std::find(uuids_.begin(), uuids_.end(), mig) != uuids_.end()) continue;
+      run::add_alias(*counters_, *mig, slots_[track]);
+    }
   }
 }
 
@@ -89,7 +123,7 @@ void RunMonitor::stop() {
   stop_signal_.notify_all();  // the report should not wait out the rest of an interval
   if (thread_.joinable()) thread_.join();
   if (!pids_) return;
-  sample();  // the levels the command left behind
+  sample(true);  // the levels the command left behind
   // A pid that may be the command's and was never matched: the processes cannot all be told
   // apart, and the device's rise over the run is what bounds the command's peak.
   for (DeviceTrack& track : devices_) {
@@ -102,23 +136,101 @@ void RunMonitor::stop() {
 
 void RunMonitor::loop(double interval_s) {
   const auto interval = std::chrono::nanoseconds(static_cast<std::int64_t>(interval_s * 1e9));
+  const bool draining = counters_ != nullptr && keep_timeline_;
   auto next = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(stop_mutex_);
   while (!stopping_) {
     lock.unlock();
-    sample();
-    next += interval;
-    const auto now = std::chrono::steady_clock::now();
-    if (next < now) next = now;  // a slow sample delays the next one; it never bunches them
+    if (std::chrono::steady_clock::now() >= next) {
+      sample();
+      next += interval;
+      const auto now = std::chrono::steady_clock::now();
+      if (next < now) next = now;  // a slow sample delays the next one; it never bunches them
+    } else {
+      drain_events(false);
+    }
+    auto wake = next;
+    if (draining) {
+      // A quarter of the ring at the rate events came since the last wake.
+      const std::int64_t now_ns = monotonic_ns();
+      const std::uint64_t head = counters_->ring.head.load(std::memory_order_relaxed);
+      const double rate = static_cast<double>(head - drained_head_) /
+                          static_cast<double>(std::max<std::int64_t>(now_ns - drained_ns_, 1));
+      drained_head_ = head;
+      drained_ns_ = now_ns;
+      const double period_ns =
+          rate > 0 ? static_cast<double>(run::kEventRingSize / 4) / rate : 1e18;
+      if (period_ns < static_cast<double>(interval.count())) {
+        wake = std::min(wake, std::chrono::steady_clock::now() +
+                                  std::chrono::nanoseconds(std::max(
+                                      kMinDrainPeriodNs, static_cast<std::int64_t>(period_ns))));
+      }
+    }
     lock.lock();
-    stop_signal_.wait_until(lock, next, [this] { return stopping_; });
+    stop_signal_.wait_until(lock, wake, [this] { return stopping_; });
   }
+}
+
+int RunMonitor::device_slot(std::size_t track) {
+  if (slots_[track] < 0 && uuids_[track])
+    slots_[track] = run::find_device(*counters_, *uuids_[track]);
+  return slots_[track];
+}
+
+// The events the measured processes appended since the last drain, into each device's steps.
+void RunMonitor::drain_events(bool final) {
+  if (counters_ == nullptr || !keep_timeline_) return;
+  int track_of_slot[run::kMaxDevices];
+  std::fill(std::begin(track_of_slot), std::end(track_of_slot), -1);
+  for (std::size_t track = 0; track < devices_.size(); ++track) {
+    if (const int slot = device_slot(track); slot >= 0)
+      track_of_slot[slot] = static_cast<int>(track);
+  }
+  ring_reader_.drain(counters_->ring, final,
+                     [&](int slot, std::int64_t time_ns, std::int64_t level) {
+                       if (const int track = track_of_slot[slot]; track >= 0)
+                         steps_[static_cast<std::size_t>(track)].add(time_ns - start_ns_, level);
+                     });
+}
+
+std::vector<RunMonitor::UnmeasuredDevice> RunMonitor::unmeasured_devices() const {
+  std::vector<UnmeasuredDevice> found;
+  if (counters_ == nullptr) return found;
+  for (int slot = 0; slot < run::kMaxDevices; ++slot) {
+    const run::DeviceCounters& device = counters_->devices[slot];
+    if (device.state.load(std::memory_order_acquire) != run::kDeviceNamed) continue;
+    const std::int64_t peak = device.peak.load(std::memory_order_relaxed);
+    if (peak <= 0 || std::find(slots_.begin(), slots_.end(), slot) != slots_.end()) continue;
+    char text[40];
+    const unsigned char* b = device.uuid;
+    std::snprintf(text, sizeof text,
+                  "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                  b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                  b[14], b[15]);
+    found.push_back({text, peak});
+  }
+  return found;
+}
+
+std::vector<TimelineRow> RunMonitor::timeline() const {
+  std::vector<TimelineRow> rows = timeline_;
+  if (counters_ == nullptr || !keep_timeline_) return rows;
+  for (std::size_t track = 0; track < devices_.size(); ++track) {
+    const int ordinal = devices_[track].info.ordinal;
+    rows.push_back({0.0, ordinal, Series::exact, 0, 0});  // nothing is counted before the start
+    for (const Step& step : steps_[track].steps())
+      rows.push_back(
+          {static_cast<double>(step.time_ns) / 1e9, ordinal, Series::exact, 0, step.level});
+  }
+  return rows;
 }
 
 // A process that died without freeing (killed, or exited through _exit) sent no free events,
 // yet the driver released its memory: take what it held off the tree's level.
 void RunMonitor::give_back_dead_processes() {
-  for (run::ProcessSlot& slot : counters_->processes) {
+  const std::size_t used = run::process_slots_used(*counters_);
+  for (std::size_t index = 0; index < used; ++index) {
+    run::ProcessSlot& slot = counters_->processes[index];
     const std::int32_t pid = slot.pid.load(std::memory_order_acquire);
     const std::uint64_t pid_namespace = slot.pid_namespace.load(std::memory_order_acquire);
     // A slot being claimed names no namespace yet.
@@ -145,8 +257,10 @@ void RunMonitor::read_attachments() {
     // A process counted exactly once (before an exec, or after) stays so: its events counted.
     if (state == run::kAttachedExact) {
       attachment = {true, {}};
-    } else if (!attachment.exact) {
-      attachment.reason = std::string(record.reason, strnlen(record.reason, sizeof record.reason));
+    } else if (state == run::kAttachedLost || !attachment.exact) {
+      // A process that stopped counting (an event it could not place) took its counts back.
+      attachment = {false,
+                    std::string(record.reason, strnlen(record.reason, sizeof record.reason))};
     }
     ++records_read_;
   }
@@ -157,42 +271,49 @@ bool RunMonitor::counted_exactly(const ProcessKey& key) const {
   return found != attachments_.end() && found->second.exact;
 }
 
-// What a process's events hold on a device now; nullopt once it gave its slot back (it is
-// exiting: what NVML still shows for it is no longer beyond its events).
-std::optional<std::int64_t> RunMonitor::events_held(const ProcessKey& key, int ordinal) const {
-  if (ordinal < 0 || ordinal >= run::kMaxDevices) return std::nullopt;
-  for (const run::ProcessSlot& slot : counters_->processes) {
+// What a process's events hold on a device (slot) now; nullopt once it gave its slot back (it
+// is exiting: what NVML still shows for it is no longer beyond its events). A process that never
+// counted on the device holds 0 there.
+std::optional<std::int64_t> RunMonitor::events_held(const ProcessKey& key, int device) const {
+  const std::size_t used = run::process_slots_used(*counters_);
+  for (std::size_t index = 0; index < used; ++index) {
+    const run::ProcessSlot& slot = counters_->processes[index];
     if (slot.pid.load(std::memory_order_acquire) == key.pid &&
         slot.pid_namespace.load(std::memory_order_acquire) == key.pid_namespace)
-      return slot.held[ordinal].load(std::memory_order_relaxed);
+      return device >= 0 ? slot.held[device].load(std::memory_order_relaxed) : 0;
   }
   return std::nullopt;
 }
 
-// What each injected process's events hold on the device now (`before` and `after` alike).
-std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> RunMonitor::held_now(
-    int ordinal) const {
+// What each injected process's events hold on the device (slot) now (`before` and `after`
+// alike); a device no process has counted on yet holds 0 of theirs.
+std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> RunMonitor::held_now(int device) const {
   std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> held;
-  if (counters_ == nullptr || ordinal < 0 || ordinal >= run::kMaxDevices) return held;
-  for (const run::ProcessSlot& slot : counters_->processes) {
+  if (counters_ == nullptr) return held;
+  const std::size_t used = run::process_slots_used(*counters_);
+  for (std::size_t index = 0; index < used; ++index) {
+    const run::ProcessSlot& slot = counters_->processes[index];
     const std::int32_t pid = slot.pid.load(std::memory_order_acquire);
     const std::uint64_t pid_namespace = slot.pid_namespace.load(std::memory_order_acquire);
     if (pid <= 0 || pid_namespace == 0) continue;
-    const std::int64_t bytes = slot.held[ordinal].load();
+    const std::int64_t bytes = device >= 0 ? slot.held[device].load() : 0;
     held[{pid, pid_namespace}] = {bytes, bytes};
   }
   return held;
 }
 
-void RunMonitor::sample() {
+void RunMonitor::sample(bool final) {
   ++samples_;
   if (counters_ != nullptr) {
     read_attachments();
     give_back_dead_processes();
+    drain_events(final);
   }
   const double time_s = now_s();
-  for (DeviceTrack& track : devices_) {
+  for (std::size_t index = 0; index < devices_.size(); ++index) {
+    DeviceTrack& track = devices_[index];
     const int ordinal = track.info.ordinal;
+    const int slot = counters_ != nullptr ? device_slot(index) : -1;
     if (const auto used = gpu_mem_get_used_bytes_fast(track.handle)) {
       track.device_end = static_cast<std::int64_t>(*used);
       if (track.device_end > track.device_peak) {
@@ -208,9 +329,9 @@ void RunMonitor::sample() {
     std::int64_t unmapped_sum = 0;  // of the pids that may be the command's, unmatched
     // What the events held before NVML was read and after: an event in between must not pass
     // for context memory.
-    std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> held = held_now(ordinal);
+    std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> held = held_now(slot);
     const std::vector<ProcessMemory> listed = device_processes(ordinal);
-    for (auto& [key, reading] : held) reading.after = events_held(key, ordinal).value_or(-1);
+    for (auto& [key, reading] : held) reading.after = events_held(key, slot).value_or(-1);
     pids_->observe(listed, held);
     for (const ProcessMemory& process : listed) {
       const std::optional<Member> member = pids_->member(process.pid);
@@ -229,7 +350,7 @@ void RunMonitor::sample() {
         escaped_sum += bytes;
       } else {
         const auto reading = held.find(member->key);
-        const std::optional<std::int64_t> after = events_held(member->key, ordinal);
+        const std::optional<std::int64_t> after = events_held(member->key, slot);
         // Only a reading no event overlapped tells the context apart from the events; the
         // last such estimate stands in for the others.
         if (reading != held.end() && after && reading->second.before == *after)
@@ -265,22 +386,24 @@ void RunMonitor::sample() {
       track.tree_peak = tree_sum;
       track.tree_peak_time_s = time_s;
     }
-    if (counters_ != nullptr && ordinal >= 0 && ordinal < run::kMaxDevices) {
-      const run::DeviceCounters& exact = counters_->devices[ordinal];
-      const std::int64_t peak = exact.peak.load(std::memory_order_relaxed);
-      const std::int64_t current = exact.current.load(std::memory_order_relaxed);
+    if (counters_ != nullptr) {
+      // A device no measured process has counted on yet holds nothing of theirs.
+      const run::DeviceCounters* exact = slot >= 0 ? &counters_->devices[slot] : nullptr;
+      const std::int64_t peak = exact ? exact->peak.load(std::memory_order_relaxed) : 0;
+      const std::int64_t current = exact ? exact->current.load(std::memory_order_relaxed) : 0;
       const bool rose = peak > track.exact_peak;
       if (rose) {
-        // The peak happened between two samples; the timeline shows it where it happened.
         const double peak_time_s = std::clamp(
-            static_cast<double>(exact.peak_time_ns.load() - start_ns_) / 1e9, 0.0, time_s);
+            static_cast<double>(exact->peak_time_ns.load() - start_ns_) / 1e9, 0.0, time_s);
         track.exact_peak = peak;
         track.exact_peak_time_s = peak_time_s;
-        if (keep_timeline_ && peak != current) {
+        // Without the event timeline (it lost events), the peak is shown where it happened.
+        if (keep_timeline_ && peak != current && ring_reader_.lost > 0) {
           timeline_.push_back({peak_time_s, ordinal, Series::exact, 0, peak});
         }
       }
-      if (keep_timeline_) timeline_.push_back({time_s, ordinal, Series::exact, 0, current});
+      if (keep_timeline_ && ring_reader_.lost > 0)
+        timeline_.push_back({time_s, ordinal, Series::exact, 0, current});
       track.context_bytes = std::max(track.context_bytes, context_sum);
       // The events' peak since the last sample, on top of the contexts held now.
       if (rose && peak + context_sum > track.footprint_peak) {

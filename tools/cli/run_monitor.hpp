@@ -1,11 +1,14 @@
 // Samples a running command while `gpumem run` waits for it: per device, the NVML memory used
 // on the device, the per-process usage of the command's process tree and, in exact mode, the
-// level the injected processes count in the shared counters.
+// level the injected processes count in the shared counters, found by the device's UUID. With a
+// timeline, it also drains the events the processes append, every few milliseconds, into steps
+// at event resolution (coalesced into bounded memory, every bucket's extremes kept).
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -18,6 +21,7 @@
 #include "pid_mapper.hpp"
 #include "rank_tracker.hpp"
 #include "run_counters.hpp"
+#include "step_coalescer.hpp"
 
 namespace gpumem::cli {
 
@@ -94,7 +98,18 @@ class RunMonitor {
   double elapsed_s() const;
   std::size_t samples() const { return samples_; }
   const std::vector<DeviceTrack>& devices() const { return devices_; }
-  const std::vector<TimelineRow>& timeline() const { return timeline_; }
+  // Every sample and, in exact mode, the exact level's steps, in no particular order.
+  std::vector<TimelineRow> timeline() const;
+  // Timeline events the monitor could not read before they were overwritten (it fell behind
+  // by a whole ring); the peaks do not depend on them.
+  std::uint64_t timeline_events_lost() const { return ring_reader_.lost; }
+  // Devices that measured processes counted events on but gpumem does not measure (outside its
+  // own CUDA_VISIBLE_DEVICES, or left out by --device): their UUIDs (hex, no prefix) and peaks.
+  struct UnmeasuredDevice {
+    std::string uuid;
+    std::int64_t peak = 0;
+  };
+  std::vector<UnmeasuredDevice> unmeasured_devices() const;
   std::vector<ProcessPeak> process_peaks() const { return process_peaks_; }
   // The processes that loaded the injection library (read at each sample).
   const std::unordered_map<ProcessKey, Attachment, ProcessKeyHash>& attachments() const {
@@ -107,12 +122,18 @@ class RunMonitor {
 
  private:
   void loop(double interval_s);
-  void sample();
+  // `final`: the last one, after the command and its descendants are gone.
+  void sample(bool final = false);
   void give_back_dead_processes();
   void read_attachments();
   bool counted_exactly(const ProcessKey& key) const;
-  std::optional<std::int64_t> events_held(const ProcessKey& key, int ordinal) const;
-  std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> held_now(int ordinal) const;
+  // The shared counters' slot of a measured device (found by its UUID once a measured process
+  // named it), -1 while none is.
+  int device_slot(std::size_t track);
+  void name_devices();
+  std::optional<std::int64_t> events_held(const ProcessKey& key, int slot) const;
+  std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> held_now(int slot) const;
+  void drain_events(bool final);
   double now_s() const;
 
   std::vector<DeviceTrack> devices_;
@@ -128,6 +149,12 @@ class RunMonitor {
   std::thread thread_;
   std::size_t samples_ = 0;
   std::vector<TimelineRow> timeline_;
+  std::vector<std::optional<run::Uuid>> uuids_;  // per track
+  std::vector<int> slots_;                       // per track: its device slot, -1 unknown
+  std::vector<StepCoalescer> steps_;             // per track: the exact level at each event
+  run::RingReader ring_reader_;
+  std::uint64_t drained_head_ = 0;  // the ring's head and the time at the loop's last wake
+  std::int64_t drained_ns_ = 0;
   std::vector<ProcessPeak> process_peaks_;
   RankTracker ranks_;
   std::unordered_map<ProcessKey, Attachment, ProcessKeyHash> attachments_;

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "format.hpp"
+#include "step_coalescer.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -72,6 +73,29 @@ constexpr SeriesStyle kStyles[] = {
     {Series::tree, "command's processes (sampled)", "#1f77b4", "2"},
     {Series::exact, "command's allocations (exact)", "#d62728", "2"},
 };
+
+// A series as an SVG path of steps: each level holds until the next (a sampled value until the
+// next sample, an exact level until the next event) and, after the last, to the end of the run.
+// Steps closer than a pixel are coalesced to each pixel's lowest, highest and last level, so a
+// spike is drawn at its full height however short it was.
+template <class X, class Y>
+std::string step_path(std::vector<Step> steps, double x_max_s, double duration_s, double plot_width,
+                      X x, Y y) {
+  std::stable_sort(steps.begin(), steps.end(),
+                   [](const Step& a, const Step& b) { return a.time_ns < b.time_ns; });
+  const auto pixels = static_cast<std::size_t>(plot_width) + 2;
+  StepCoalescer per_pixel(
+      4 * pixels, std::max<std::int64_t>(1, static_cast<std::int64_t>(x_max_s * 1e9 / plot_width)));
+  for (const Step& step : steps) per_pixel.add(step.time_ns, step.level);
+  std::string path;
+  for (const Step& step : per_pixel.steps()) {
+    const std::string sx = number(x(static_cast<double>(step.time_ns) / 1e9));
+    const std::string sy = number(y(static_cast<double>(step.level)));
+    path += path.empty() ? "M" + sx + " " + sy : " H" + sx + " V" + sy;
+  }
+  if (!path.empty()) path += " H" + number(x(duration_s));
+  return path;
+}
 
 }  // namespace
 
@@ -157,15 +181,16 @@ std::string svg_plot(const RunResult& result, const std::vector<TimelineRow>& ti
 
     double legend_x = kLeft;
     for (const SeriesStyle& style : kStyles) {
-      std::string points;
+      std::vector<Step> steps;
       for (const TimelineRow& row : timeline) {
         if (row.device != ordinal || row.series != style.series) continue;
-        points += number(x(row.time_s)) + "," + number(y(double(row.bytes))) + " ";
+        steps.push_back({static_cast<std::int64_t>(std::llround(row.time_s * 1e9)), row.bytes});
       }
-      if (points.empty()) continue;
-      svg += "<polyline class=\"series-" + std::string(to_string(style.series)) +
+      if (steps.empty()) continue;
+      svg += "<path class=\"series-" + std::string(to_string(style.series)) +
              "\" fill=\"none\" stroke=\"" + style.color + "\" stroke-width=\"" + style.width +
-             "\" stroke-linejoin=\"round\" points=\"" + points + "\"/>\n";
+             "\" stroke-linejoin=\"miter\" d=\"" +
+             step_path(std::move(steps), x_max, duration, plot_width, x, y) + "\"/>\n";
       svg += "<line x1=\"" + number(legend_x) + "\" x2=\"" + number(legend_x + 18) + "\" y1=\"" +
              number(top - 10) + "\" y2=\"" + number(top - 10) + "\" stroke=\"" + style.color +
              "\" stroke-width=\"3\"/>\n";

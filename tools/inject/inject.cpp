@@ -1,6 +1,7 @@
 // libgpumem_inject.so: loaded by the CUDA driver into every CUDA process of a command measured by
 // `gpumem run` (CUDA_INJECTION64_PATH), it adds each device-memory event the exact source sees to
-// the counters shared with the monitor.
+// the counters shared with the monitor, under the physical device's UUID: the process's own
+// CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER do not matter.
 #include <pthread.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "driver/cuda.hpp"
 #include "peak/event_observer.hpp"
 #include "peak/exact_source.hpp"
 #include "run_counters.hpp"
@@ -22,20 +24,63 @@ using gpumem::run::RunCounters;
 RunCounters* g_counters = nullptr;
 std::atomic<ProcessSlot*> g_slot{nullptr};
 
-void on_event(void*, int device, std::int64_t delta_bytes) {
+// CUDA ordinal -> device slot in the shared file, resolved on the ordinal's first event: 0 not
+// yet, slot + 1, or -1 when it cannot be (no UUID from the driver, every slot taken).
+std::atomic<int> g_device_slots[gpumem::run::kMaxDevices];
+
+void report_fallback(const std::string& reason);
+void stop_counting(const std::string& reason);
+
+// The device's UUID from the driver (cuDeviceGetUuid_v2, else v1: NVML is never loaded here),
+// and its slot in the file.
+int resolve_device_slot(int ordinal, std::string& why) {
+  const gpumem::driver::Cuda& cuda = gpumem::driver::cuda();
+  gpumem::abi::CUdevice device = 0;
+  gpumem::abi::CUuuid uuid{};
+  if (cuda.deviceGet == nullptr || cuda.deviceGetUuid == nullptr ||
+      cuda.deviceGet(&device, ordinal) != gpumem::abi::CUDA_SUCCESS ||
+      cuda.deviceGetUuid(&uuid, device) != gpumem::abi::CUDA_SUCCESS) {
+    why = "the driver gave no UUID for CUDA device " + std::to_string(ordinal);
+    return -1;
+  }
+  gpumem::run::Uuid bytes{};
+  std::memcpy(bytes.data(), uuid.bytes, bytes.size());
+  const int slot = gpumem::run::counting_device(*g_counters, bytes);
+  if (slot < 0) {
+    why = "more than " + std::to_string(gpumem::run::kMaxDevices) + " devices in one run";
+  }
+  return slot;
+}
+
+int device_slot(int ordinal) {
+  const int known = g_device_slots[ordinal].load(std::memory_order_relaxed);
+  if (known != 0) [[likely]]
+    return known > 0 ? known - 1 : -1;
+  std::string why;
+  const int slot = resolve_device_slot(ordinal, why);
+  g_device_slots[ordinal].store(slot >= 0 ? slot + 1 : -1, std::memory_order_relaxed);
+  if (slot < 0) stop_counting(why);
+  return slot;
+}
+
+void on_event(void*, int ordinal, std::int64_t delta_bytes) {
   // Events after this process gave its slot back (frees in static destructors at exit) were
   // already accounted for when it did.
   ProcessSlot* slot = g_slot.load(std::memory_order_acquire);
-  if (slot == nullptr || device < 0 || device >= gpumem::run::kMaxDevices) return;
+  if (slot == nullptr || ordinal < 0 || ordinal >= gpumem::run::kMaxDevices) return;
+  const int device = device_slot(ordinal);
+  if (device < 0) return;
   slot->held[device].fetch_add(delta_bytes, std::memory_order_relaxed);
-  gpumem::run::add_event(g_counters->devices[device], delta_bytes);
+  gpumem::run::add_event(*g_counters, device, delta_bytes);
 }
 
 ProcessSlot* claim_slot() {
   const std::int32_t pid = ::getpid();
   // A fork child or an exec in a new pid namespace is another process with maybe the same pid.
   const std::uint64_t pid_namespace = gpumem::run::own_pid_namespace();
-  for (ProcessSlot& slot : g_counters->processes) {
+  const std::size_t used = gpumem::run::process_slots_used(*g_counters);
+  for (std::size_t index = 0; index < used; ++index) {
+    ProcessSlot& slot = g_counters->processes[index];
     if (slot.pid.load(std::memory_order_relaxed) == pid &&
         slot.pid_namespace.load(std::memory_order_relaxed) == pid_namespace) {
       gpumem::run::give_back(*g_counters, slot);  // our image before an exec
@@ -45,6 +90,7 @@ ProcessSlot* claim_slot() {
   for (ProcessSlot& slot : g_counters->processes) {
     std::int32_t expected = 0;
     if (slot.pid.compare_exchange_strong(expected, pid, std::memory_order_acq_rel)) {
+      gpumem::run::note_process_slot(*g_counters, static_cast<int>(&slot - g_counters->processes));
       // An event racing its previous owner's exit may have left bytes here: they are not ours.
       gpumem::run::give_back(*g_counters, slot);
       slot.pid_namespace.store(pid_namespace, std::memory_order_release);
@@ -64,10 +110,20 @@ void release_slot() {
   slot->pid.compare_exchange_strong(pid, 0, std::memory_order_acq_rel);
 }
 
+// An event this process cannot count: what it counted is taken back and the monitor samples it
+// instead, so nothing is counted twice or half.
+void stop_counting(const std::string& reason) {
+  if (g_slot.load(std::memory_order_acquire) == nullptr) return;
+  release_slot();
+  g_counters->processes_fallback.fetch_add(1, std::memory_order_relaxed);
+  gpumem::run::record_attach(*g_counters, ::getpid(), gpumem::run::own_pid_namespace(),
+                             gpumem::run::kAttachedLost, reason);
+}
+
 void report_fallback(const std::string& reason) {
   g_counters->processes_fallback.fetch_add(1, std::memory_order_relaxed);
-  gpumem::run::record_attach(*g_counters, ::getpid(), gpumem::run::own_pid_namespace(), false,
-                             reason);
+  gpumem::run::record_attach(*g_counters, ::getpid(), gpumem::run::own_pid_namespace(),
+                             gpumem::run::kAttachedFallback, reason);
   std::int32_t unclaimed = 0;
   if (g_counters->reason_claimed.compare_exchange_strong(unclaimed, 1)) {
     const std::string text = "process " + std::to_string(::getpid()) + ": " + reason;
@@ -87,7 +143,8 @@ void after_fork_in_child() {
   }
   g_counters->processes_attached.fetch_add(1, std::memory_order_relaxed);
   g_counters->processes_exact.fetch_add(1, std::memory_order_relaxed);
-  gpumem::run::record_attach(*g_counters, ::getpid(), gpumem::run::own_pid_namespace(), true, {});
+  gpumem::run::record_attach(*g_counters, ::getpid(), gpumem::run::own_pid_namespace(),
+                             gpumem::run::kAttachedExact, {});
   g_slot.store(slot, std::memory_order_release);
 }
 
@@ -111,12 +168,6 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   g_counters = gpumem::run::map_run_counters(path, /*create=*/false, nullptr);
   if (g_counters == nullptr) return 1;
   g_counters->processes_attached.fetch_add(1, std::memory_order_relaxed);
-
-  if (const std::string mismatch = gpumem::run::device_view_mismatch(*g_counters);
-      !mismatch.empty()) {
-    report_fallback(mismatch);
-    return 1;
-  }
   ProcessSlot* slot = claim_slot();
   if (slot == nullptr) {
     report_fallback("too many CUDA processes to count");
@@ -132,7 +183,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     return 1;
   }
   g_counters->processes_exact.fetch_add(1, std::memory_order_relaxed);
-  gpumem::run::record_attach(*g_counters, ::getpid(), gpumem::run::own_pid_namespace(), true, {});
+  gpumem::run::record_attach(*g_counters, ::getpid(), gpumem::run::own_pid_namespace(),
+                             gpumem::run::kAttachedExact, {});
   ::pthread_atfork(nullptr, nullptr, after_fork_in_child);
   std::atexit(release_slot);
   return 1;

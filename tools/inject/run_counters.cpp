@@ -1,6 +1,7 @@
 #include "run_counters.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -51,7 +52,7 @@ RunCounters* map_run_counters(const std::string& path, bool create, std::string*
 void give_back(RunCounters& counters, ProcessSlot& slot) noexcept {
   for (int device = 0; device < kMaxDevices; ++device) {
     const std::int64_t held = slot.held[device].exchange(0, std::memory_order_relaxed);
-    if (held != 0) counters.devices[device].current.fetch_sub(held, std::memory_order_relaxed);
+    if (held != 0) add_event(counters, device, -held);
   }
 }
 
@@ -61,8 +62,15 @@ std::uint64_t own_pid_namespace() noexcept {
   return static_cast<std::uint64_t>(info.st_ino);
 }
 
-void record_attach(RunCounters& counters, std::int32_t pid, std::uint64_t pid_namespace, bool exact,
-                   const std::string& reason) noexcept {
+void note_process_slot(RunCounters& counters, int index) noexcept {
+  std::int32_t used = counters.processes_used.load(std::memory_order_relaxed);
+  while (used < index + 1 && !counters.processes_used.compare_exchange_weak(
+                                 used, index + 1, std::memory_order_acq_rel)) {
+  }
+}
+
+void record_attach(RunCounters& counters, std::int32_t pid, std::uint64_t pid_namespace,
+                   std::int32_t state, const std::string& reason) noexcept {
   const std::int32_t index = counters.record_count.fetch_add(1, std::memory_order_acq_rel);
   if (index < 0 || index >= kMaxRecords) return;
   AttachRecord& record = counters.records[index];
@@ -71,43 +79,126 @@ void record_attach(RunCounters& counters, std::int32_t pid, std::uint64_t pid_na
   record.reason[length] = '\0';
   record.pid.store(pid, std::memory_order_relaxed);
   record.pid_namespace.store(pid_namespace, std::memory_order_relaxed);
-  record.state.store(exact ? kAttachedExact : kAttachedFallback, std::memory_order_release);
+  record.state.store(state, std::memory_order_release);
 }
 
 namespace {
 
-std::string env_or_empty(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? std::string() : std::string(value);
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A slot being named is named within a few instructions; one whose namer died in between
+// (SIGKILL at that very moment) is skipped after about a second.
+bool wait_until_named(const DeviceCounters& device) noexcept {
+  for (int spin = 0; spin < 1'000'000; ++spin) {
+    if (device.state.load(std::memory_order_acquire) == kDeviceNamed) return true;
+    if (spin > 64) ::sched_yield();
+  }
+  return false;
 }
 
 }  // namespace
 
-bool record_device_view(RunCounters& counters, std::string* error) {
-  const std::string visible = env_or_empty("CUDA_VISIBLE_DEVICES");
-  const std::string order = env_or_empty("CUDA_DEVICE_ORDER");
-  if (visible.size() >= sizeof counters.visible_devices ||
-      order.size() >= sizeof counters.device_order) {
-    if (error != nullptr) {
-      *error = visible.size() >= sizeof counters.visible_devices
-                   ? "CUDA_VISIBLE_DEVICES is too long to share with the measured processes"
-                   : "CUDA_DEVICE_ORDER is too long to share with the measured processes";
-    }
-    return false;
+std::optional<Uuid> parse_uuid(std::string_view text) {
+  if (text.starts_with("GPU-") || text.starts_with("MIG-")) text.remove_prefix(4);
+  Uuid bytes{};
+  std::size_t digits = 0;
+  for (char c : text) {
+    if (c == '-') continue;
+    const int value = hex_value(c);
+    if (value < 0 || digits >= 32) return std::nullopt;
+    bytes[digits / 2] =
+        static_cast<unsigned char>(bytes[digits / 2] | (digits % 2 == 0 ? value << 4 : value));
+    ++digits;
   }
-  std::memcpy(counters.visible_devices, visible.c_str(), visible.size() + 1);
-  std::memcpy(counters.device_order, order.c_str(), order.size() + 1);
+  if (digits != 32) return std::nullopt;
+  return bytes;
+}
+
+int find_or_claim_device(RunCounters& counters, const Uuid& uuid) noexcept {
+  // Slots are named in order, and a claimant waits for a slot being named before it looks
+  // further: two processes naming the same device at once end up in the same slot.
+  for (int index = 0; index < kMaxDevices; ++index) {
+    DeviceCounters& device = counters.devices[index];
+    std::uint32_t state = device.state.load(std::memory_order_acquire);
+    if (state == kDeviceFree) {
+      if (device.state.compare_exchange_strong(state, kDeviceNaming, std::memory_order_acq_rel)) {
+        std::memcpy(device.uuid, uuid.data(), uuid.size());
+        device.state.store(kDeviceNamed, std::memory_order_release);
+        return index;
+      }
+    }
+    if (state == kDeviceNaming && !wait_until_named(device)) continue;
+    if (std::memcmp(device.uuid, uuid.data(), uuid.size()) == 0) return index;
+  }
+  return -1;
+}
+
+int find_device(const RunCounters& counters, const Uuid& uuid) noexcept {
+  for (int index = 0; index < kMaxDevices; ++index) {
+    const DeviceCounters& device = counters.devices[index];
+    const std::uint32_t state = device.state.load(std::memory_order_acquire);
+    if (state == kDeviceFree) return -1;  // named in order: none further
+    if (state == kDeviceNamed && std::memcmp(device.uuid, uuid.data(), uuid.size()) == 0)
+      return index;
+  }
+  return -1;
+}
+
+bool add_alias(RunCounters& counters, const Uuid& uuid, int device) noexcept {
+  if (counters.alias_count < 0 || counters.alias_count >= kMaxAliases) return false;
+  DeviceAlias& alias = counters.aliases[counters.alias_count++];
+  std::memcpy(alias.uuid, uuid.data(), uuid.size());
+  alias.device = device;
   return true;
 }
 
-std::string device_view_mismatch(const RunCounters& counters) {
-  const std::string visible = env_or_empty("CUDA_VISIBLE_DEVICES");
-  const std::string order = env_or_empty("CUDA_DEVICE_ORDER");
-  if (visible != counters.visible_devices) {
-    return "CUDA_VISIBLE_DEVICES changed to '" + visible + "'";
+int counting_device(RunCounters& counters, const Uuid& uuid) noexcept {
+  const int aliases = std::clamp(counters.alias_count, 0, kMaxAliases);
+  for (int index = 0; index < aliases; ++index) {
+    const DeviceAlias& alias = counters.aliases[index];
+    if (std::memcmp(alias.uuid, uuid.data(), uuid.size()) == 0 && alias.device >= 0 &&
+        alias.device < kMaxDevices)
+      return alias.device;
   }
-  if (order != counters.device_order) return "CUDA_DEVICE_ORDER changed to '" + order + "'";
-  return {};
+  return find_or_claim_device(counters, uuid);
+}
+
+void RingReader::drain(
+    const EventRing& ring, bool final,
+    const std::function<void(int device, std::int64_t time_ns, std::int64_t level)>& sink) {
+  const std::uint64_t head = ring.head.load(std::memory_order_acquire);
+  if (head - position > kEventRingSize) {  // overwritten before we came
+    lost += head - kEventRingSize - position;
+    position = head - kEventRingSize;
+  }
+  while (position < head) {
+    const TimelineEvent& event = ring.events[position % kEventRingSize];
+    const std::uint64_t sequence = event.sequence.load(std::memory_order_acquire);
+    if (sequence == position + 1) {
+      const std::int64_t time_ns = event.time_ns.load(std::memory_order_relaxed);
+      const std::int64_t level = event.level.load(std::memory_order_relaxed);
+      const std::int32_t device = event.device.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (event.sequence.load(std::memory_order_relaxed) == sequence && device >= 0 &&
+          device < kMaxDevices) {
+        sink(device, time_ns, level);
+      } else {
+        ++lost;  // overwritten while we read it
+      }
+    } else if (sequence > position + 1) {
+      ++lost;  // overwritten by an event one lap later
+    } else if (!final && head - position < kEventRingSize / 2) {
+      return;  // still being written: read it next time
+    } else {
+      ++lost;  // its writer never finished (it died mid-write), or this is the last drain
+    }
+    ++position;
+  }
 }
 
 void unmap_run_counters(RunCounters* counters) {
