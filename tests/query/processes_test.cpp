@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "core_configs.hpp"
+#include "support/sim_configs.hpp"
 #include "driver/nvml.hpp"
 #include "gpumem/gpumem.hpp"
 #include "identity/device_map.hpp"

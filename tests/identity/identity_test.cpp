@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "core_configs.hpp"
+#include "support/sim_configs.hpp"
 #include "driver/cuda.hpp"
 #include "gpumem/gpumem.hpp"
 #include "identity/device_map.hpp"

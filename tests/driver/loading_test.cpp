@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "core_configs.hpp"
+#include "support/sim_configs.hpp"
 #include "gpumem/gpumem.hpp"
 
 namespace gpumem {

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "core_configs.hpp"
+#include "support/sim_configs.hpp"
 #include "gpumem/gpumem.hpp"
 
 namespace gpumem {
