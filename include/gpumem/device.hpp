@@ -1,4 +1,26 @@
-// Device identity: which physical GPU (NVML) a CUDA ordinal is, and what runs on it.
+/**
+ * @file gpumem/device.hpp
+ * @brief Device identity: which physical GPU (NVML, nvidia-smi) a CUDA ordinal is, and which
+ * processes hold memory on it.
+ *
+ * The mapping follows the calling program's view: `CUDA_VISIBLE_DEVICES` (indices, UUIDs, MIG
+ * UUIDs) and `CUDA_DEVICE_ORDER` before CUDA is initialised in the process, the driver's own
+ * UUIDs after; it is cached and rebuilt only when either can change. Nothing here initialises
+ * CUDA. Every function is thread-safe and never throws; without NVML or a GPU they return empty
+ * values, and gpumem::last_diagnostic() says why.
+ *
+ * @code
+ * #include <gpumem/device.hpp>
+ *
+ * for (const gpumem::DeviceInfo& gpu : gpumem::devices()) {
+ *   std::printf("cuda:%d = nvidia-smi %u, %s %s, %llu bytes free\n", gpu.ordinal, gpu.nvml_index,
+ *               gpu.name.c_str(), gpu.uuid.c_str(), (unsigned long long)gpu.memory.free);
+ *   for (const gpumem::ProcessMemory& process : gpumem::device_processes(gpu.ordinal)) {
+ *     std::printf("  pid %u\n", process.pid);
+ *   }
+ * }
+ * @endcode
+ */
 #pragma once
 
 #include <cstdint>
@@ -10,35 +32,57 @@
 
 namespace gpumem {
 
+/// One visible device: how the program and nvidia-smi name it, and its memory when read.
 struct DeviceInfo {
-  int ordinal = -1;         // CUDA ordinal, as the calling program sees it
-  unsigned nvml_index = 0;  // NVML's index, as nvidia-smi shows it
-  std::string name;
-  std::string uuid;        // "GPU-…" or "MIG-…"
-  std::string pci_bus_id;  // "00000000:19:00.0"
-  GPUMemoryBytes memory;
+  int ordinal = -1;         ///< CUDA ordinal, as the calling program sees it
+  unsigned nvml_index = 0;  ///< NVML's index, as nvidia-smi shows it
+  std::string name;         ///< "NVIDIA H200"; empty where NVML could not tell
+  std::string uuid;         ///< "GPU-…" or "MIG-…"
+  std::string pci_bus_id;   ///< "00000000:19:00.0"
+  GPUMemoryBytes memory;    ///< bytes as gpu_mem_get_bytes() reads them; zeros where unreadable
 };
 
+/// One process holding memory on a device.
 struct ProcessMemory {
-  unsigned pid = 0;
-  std::optional<std::uint64_t> used_bytes;  // nullopt where the driver cannot tell
+  unsigned pid = 0;                         ///< as the host's NVML sees it
+  std::optional<std::uint64_t> used_bytes;  ///< bytes; nullopt where the driver cannot tell
   friend bool operator==(const ProcessMemory&, const ProcessMemory&) = default;
 };
 
-// Number of CUDA-visible devices; 0 without a driver or GPU.
+/// @return the number of CUDA-visible devices; 0 without a driver or GPU
 int device_count() noexcept;
-// The calling thread's current CUDA ordinal; 0 when CUDA is unused in this process.
+
+/// @return the calling thread's current CUDA ordinal; 0 when CUDA is unused in this process
 int current_device_ordinal() noexcept;
+
+/**
+ * @brief Describes one device.
+ * @param id a CUDA ordinal, or current_device
+ * @return its identity and memory; std::nullopt for an id that is not visible. Without NVML the
+ * CUDA driver still names a device the process has initialised.
+ */
 std::optional<DeviceInfo> device_info(int id = current_device) noexcept;
-// Every visible device, in CUDA ordinal order.
+
+/// @return every visible device, in CUDA ordinal order; empty without GPUs
 std::vector<DeviceInfo> devices() noexcept;
-// Processes holding memory on the device (compute and graphics), robust to the driver's
-// process-record size. Empty on failure.
+
+/**
+ * @brief The processes holding memory on a device: compute and graphics merged by pid, read
+ * robustly whatever process-record layout the driver uses.
+ * @param id a CUDA ordinal, or current_device
+ * @return one entry per process; empty on failure (recorded as a diagnostic) or without NVML
+ */
 std::vector<ProcessMemory> device_processes(int id = current_device) noexcept;
-// The UUIDs ("MIG-…") of the MIG devices of a GPU, as NVML lists them under it; empty for a GPU
-// without MIG, for a MIG device itself, and on failure.
+
+/**
+ * @brief The UUIDs ("MIG-…") of the MIG devices of a GPU, as NVML lists them under it.
+ * @param id a CUDA ordinal, or current_device
+ * @return one UUID per MIG device; empty for a GPU without MIG, for a MIG device itself, and on
+ * failure
+ */
 std::vector<std::string> mig_device_uuids(int id = current_device) noexcept;
-// The installed driver's version string ("580.65.06"), empty without NVML.
+
+/// @return the installed driver's version string ("580.65.06"); empty without NVML
 std::string driver_version() noexcept;
 
 }  // namespace gpumem

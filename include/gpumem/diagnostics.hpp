@@ -1,5 +1,20 @@
-// Why a query fell back to zeros: each distinct reason ("NVML not found", "GPU 1 lost", …) is
-// recorded once, so tools can tell the user without the library writing to stderr itself.
+/**
+ * @file gpumem/diagnostics.hpp
+ * @brief Why a query fell back to zeros, or a source to a lesser one.
+ *
+ * gpumem never writes to stderr itself: each distinct reason ("NVML not found", "GPU 1 lost
+ * (NVML_ERROR_GPU_IS_LOST)", "CUPTI is held by another tool (…)") is recorded once, oldest
+ * first, for tools to show. Every function here is thread-safe.
+ *
+ * @code
+ * #include <gpumem/diagnostics.hpp>
+ * #include <gpumem/memory.hpp>
+ *
+ * if (gpumem::gpu_mem_get().total == 0) {
+ *   std::fprintf(stderr, "no GPU memory to report: %s\n", gpumem::last_diagnostic().c_str());
+ * }
+ * @endcode
+ */
 #pragma once
 
 #include <string>
@@ -7,13 +22,21 @@
 
 namespace gpumem {
 
-// Every distinct diagnostic so far, oldest first.
+/**
+ * @return every distinct diagnostic recorded so far in this process, oldest first
+ * @throws std::bad_alloc when the copy cannot be made
+ */
 std::vector<std::string> diagnostics();
-// The newest diagnostic, empty when there is none.
+
+/**
+ * @return the newest diagnostic; empty when there is none
+ * @throws std::bad_alloc when the copy cannot be made
+ */
 std::string last_diagnostic();
 
-// Whether the NVIDIA libraries could be loaded and initialised (each loads on first use).
+/// @return whether NVML could be loaded and initialised (loaded on first use, by this call too)
 bool nvml_available() noexcept;
+/// @return whether the CUDA driver library could be loaded (loaded on first use, by this call too)
 bool cuda_available() noexcept;
 
 }  // namespace gpumem

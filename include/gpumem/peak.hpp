@@ -1,9 +1,31 @@
-// Exact, concurrent, resettable peak counters.
-//
-// Any number of counters may be alive at once, overlapping in any order, each started, reset and
-// read from any thread (one counter's reset() must not race its own read(), as with any object
-// that changes). All counters of a device and source share one event stream; the cost of
-// an allocation event does not depend on how many counters are alive.
+/**
+ * @file gpumem/peak.hpp
+ * @brief Exact, concurrent, resettable peak counters.
+ *
+ * Any number of counters may be alive at once, overlapping in any order, each started, reset and
+ * read from any thread (one counter's reset() must not race its own read(), as with any object
+ * that changes). All counters of a device and source share one event stream; the cost of an
+ * allocation event does not depend on how many counters are alive. Every figure is in bytes,
+ * and every reading says which quantity it is, which source measured it and what it covers.
+ *
+ * Nothing here throws because a GPU, a driver or CUPTI is missing or failing: a counter that
+ * cannot measure reads zeros (Source::none), and gpumem::last_diagnostic() says why. Functions
+ * not marked noexcept may throw std::bad_alloc.
+ *
+ * @code
+ * #include <gpumem/peak.hpp>
+ *
+ * gpumem::PeakCounter step(0);  // exact where CUPTI works, sampled otherwise
+ * for (auto& batch : batches) {
+ *   train(batch);
+ *   const gpumem::PeakReading r = step.read();
+ *   std::printf("peak %lld bytes above the start (%s)
+",
+ *               (long long)(r.peak_bytes - r.start_bytes), gpumem::describe(r).c_str());
+ *   step.reset();  // the next batch's peak starts now
+ * }
+ * @endcode
+ */
 #pragma once
 
 #include <chrono>
@@ -17,81 +39,113 @@
 
 namespace gpumem {
 
-// Where a counter's events come from, best first.
+/// Where a counter's events come from, best first.
 enum class Source : std::uint8_t {
-  automatic,  // exact where CUPTI works, sampled otherwise
-  exact,      // CUPTI callbacks on every device allocation and free of this process
-  reported,   // what an allocator reports through report_allocation / report_deallocation
-  sampled,    // a native sampler thread reading the device's used memory from NVML
-  none,       // nothing could measure (no GPU): every reading stays at zero
+  automatic,  ///< exact where CUPTI works, sampled otherwise
+  exact,      ///< CUPTI callbacks on every device allocation and free of this process
+  reported,   ///< what an allocator reports through report_allocation / report_deallocation
+  sampled,    ///< a native sampler thread reading the device's used memory from NVML
+  none,       ///< nothing could measure (no GPU): every reading stays at zero
 };
+/// @return "automatic", "exact", "reported", "sampled" or "none" (static text)
 std::string_view to_string(Source source) noexcept;
 
-// What a reading's figures measure.
+/// What a reading's figures measure.
 enum class Quantity : std::uint8_t {
-  // The device memory the driver holds for this process: allocations, VMM physical memory from
-  // creation until released and unmapped, stream-ordered pools' reservations (not only their live
-  // blocks), graph-memory reservations, and the CUDA context with its modules. What a GPU must
-  // have free for the program. Measured by the exact source.
+  /// The device memory the driver holds for this process: allocations, VMM physical memory from
+  /// creation until released and unmapped, stream-ordered pools' reservations (not only their live
+  /// blocks), graph-memory reservations, and the CUDA context with its modules. What a GPU must
+  /// have free for the program. Measured by the exact source.
   process_footprint,
-  // The device's used memory, NVML's total - free: every process, and the driver's own
-  // reservation. The figure fastai.utils.mem traced. Measured by the sampled source.
+  /// The device's used memory, NVML's total - free: every process, and the driver's own
+  /// reservation. The figure fastai.utils.mem traced. Measured by the sampled source.
   device_used,
-  // What an allocator reported through report_allocation / report_deallocation.
+  /// What an allocator reported through report_allocation / report_deallocation.
   reported,
-  none,  // nothing measured
+  none,  ///< nothing measured
 };
+/// @return "process footprint", "device used", "reported by the allocator" or "none" (static text)
 std::string_view to_string(Quantity quantity) noexcept;
 
-// Which parts of a process footprint a reading accounts for (bits of PeakReading::covers).
+/// Which parts of a process footprint a reading accounts for (bits of PeakReading::covers).
 namespace coverage {
-inline constexpr std::uint32_t allocations = 1u << 0;  // cuMemAlloc*, cudaMalloc*
-inline constexpr std::uint32_t vmm = 1u << 1;          // cuMemCreate'd physical memory
-inline constexpr std::uint32_t pools = 1u << 2;        // stream-ordered pools' reservations
-inline constexpr std::uint32_t graphs = 1u << 3;       // graph-memory reservations
-inline constexpr std::uint32_t context = 1u << 4;      // context, modules, driver rounding (NVML)
-inline constexpr std::uint32_t other_processes = 1u << 5;  // device_used: everyone's memory
+inline constexpr std::uint32_t allocations = 1u << 0;  ///< cuMemAlloc*, cudaMalloc*
+inline constexpr std::uint32_t vmm = 1u << 1;          ///< cuMemCreate'd physical memory
+inline constexpr std::uint32_t pools = 1u << 2;        ///< stream-ordered pools' reservations
+inline constexpr std::uint32_t graphs = 1u << 3;       ///< graph-memory reservations
+inline constexpr std::uint32_t context = 1u << 4;      ///< context, modules, driver rounding (NVML)
+inline constexpr std::uint32_t other_processes = 1u << 5;  ///< device_used: everyone's memory
 inline constexpr std::uint32_t footprint =
-    allocations | vmm | pools | graphs | context;  // all of a process footprint
+    allocations | vmm | pools | graphs | context;  ///< all of a process footprint
 }  // namespace coverage
-// "allocations, VMM, pools, graphs, context and modules"
+/**
+ * @return the covered parts in words, e.g. "allocations, VMM, pools, graphs, context and
+ * modules"; "nothing" for 0
+ */
 std::string describe_coverage(std::uint32_t covers);
 
-// Bytes. start is the level when the counter started or was last reset, peak the highest level
-// since then (>= start and >= current), all of `quantity`.
+/**
+ * @brief One reading of a counter, in bytes.
+ *
+ * `start_bytes` is the level when the counter started or was last reset, `peak_bytes` the
+ * highest level since then (>= start and >= current), all of `quantity`, measured by `source`,
+ * covering the `covers` bits. A counter that cannot measure reads all zeros with Source::none.
+ */
 struct PeakReading {
-  int device = 0;
-  Source source = Source::none;
-  Quantity quantity = Quantity::none;
-  std::uint32_t covers = 0;  // coverage bits
-  std::int64_t start_bytes = 0;
-  std::int64_t current_bytes = 0;
-  std::int64_t peak_bytes = 0;
-  // The device's used memory (NVML's total - free; the driver's cuMemGetInfo without NVML) when
-  // the counter started and now, and its peak over the window: the highest reading taken in it,
-  // or the start plus this counter's own rise, whichever is higher. 0 where nothing could read it.
+  int device = 0;                      ///< CUDA ordinal
+  Source source = Source::none;        ///< what measured it (never automatic)
+  Quantity quantity = Quantity::none;  ///< what the three figures below are
+  std::uint32_t covers = 0;            ///< coverage bits
+  std::int64_t start_bytes = 0;        ///< the level at the start or last reset
+  std::int64_t current_bytes = 0;      ///< the level now
+  std::int64_t peak_bytes = 0;         ///< the highest level since the start
+  /// The device's used memory (NVML's total - free; the driver's cuMemGetInfo without NVML) when
+  /// the counter started and now, and its peak over the window: the highest reading taken in it,
+  /// or the start plus this counter's own rise, whichever is higher. 0 where nothing could read
+  /// it. Beside every reading, whatever its source.
   std::int64_t device_used_start_bytes = 0;
   std::int64_t device_used_current_bytes = 0;
   std::int64_t device_used_peak_bytes = 0;
 };
-// One line saying what a reading is and what it may miss, e.g. "process footprint, exact (CUDA
-// events and NVML's per-process figure): allocations, VMM, pools, graphs, context and modules".
+/**
+ * @return one line saying what a reading is and what it may miss, e.g. "process footprint, exact
+ * (CUDA events and NVML's per-process figure): allocations, VMM, pools, graphs, context and
+ * modules"
+ */
 std::string describe(const PeakReading& reading);
 
+/**
+ * @brief The peak of one device's memory over a window that starts at construction and at each
+ * reset(), as one source measures it.
+ *
+ * While at least one exact counter is alive gpumem holds the process's CUPTI subscription;
+ * while a sampled one is, one sampler thread per device runs. Both go with the last counter
+ * that needs them. Move-only; a moved-from counter reads zeros with Source::none.
+ */
 class PeakCounter {
  public:
-  // Starts counting at once. `source` automatic picks the best that works for this process;
-  // requesting exact where CUPTI is unavailable falls back to sampled (see source()).
+  /**
+   * @brief Starts counting at once.
+   * @param device a CUDA ordinal, or current_device (resolved now)
+   * @param source automatic picks the best that works for this process; exact where CUPTI is
+   * unavailable falls back to sampled, and sampled without NVML to none (see source())
+   * @throws std::bad_alloc when the counter cannot be allocated; never for a missing GPU
+   */
   explicit PeakCounter(int device = current_device, Source source = Source::automatic);
+  /// Stops counting; releases the CUPTI subscription or sampler thread if it was the last user.
   ~PeakCounter();
   PeakCounter(PeakCounter&&) noexcept;
   PeakCounter& operator=(PeakCounter&&) noexcept;
   PeakCounter(const PeakCounter&) = delete;
   PeakCounter& operator=(const PeakCounter&) = delete;
 
-  void reset();  // start and peak become the current level
+  /// Starts a new window: start and peak become the current level. Other counters keep theirs.
+  void reset();
+  /// @return the window's start, current level and peak (bytes); changes nothing
   PeakReading read() const;
+  /// @return the source actually measuring (never automatic); none when nothing can measure
   Source source() const noexcept;
+  /// @return the CUDA ordinal counted
   int device() const noexcept;
 
  private:
@@ -99,19 +153,44 @@ class PeakCounter {
   std::unique_ptr<State> state_;
 };
 
-// The explicit source: a custom allocator or framework reports its device allocations, and
-// every counter of Source::reported on that device sees them. Cheap and lock-free given an
-// ordinal; current_device costs a driver query per call.
+/**
+ * @brief The reported source: a custom allocator or framework reports its device allocations
+ * (bytes), and every counter of Source::reported on that device sees them, as RMM's
+ * statistics adaptor counts.
+ *
+ * Thread-safe, lock-free and cheap given an ordinal; current_device costs a driver query per
+ * call. An ordinal outside [0, 64) is ignored. A deallocation may report a block allocated
+ * before any counter started: the level then falls below a counter's start.
+ *
+ * @code
+ * void* MyPool::allocate(std::size_t bytes) {
+ *   void* block = upstream_.allocate(bytes);
+ *   gpumem::report_allocation(device_, bytes);
+ *   return block;
+ * }
+ * void MyPool::deallocate(void* block, std::size_t bytes) {
+ *   upstream_.deallocate(block, bytes);
+ *   gpumem::report_deallocation(device_, bytes);
+ * }
+ * @endcode
+ */
 void report_allocation(int device, std::size_t bytes) noexcept;
+/// @copydoc report_allocation
 void report_deallocation(int device, std::size_t bytes) noexcept;
 
-// The sampled source's interval (default 500 µs). Takes effect for samplers started afterwards
-// and for running ones at their next sample.
+/**
+ * @brief Sets the sampled source's interval (default 500 µs; 0 or less restores the default;
+ * intervals below 10 µs are raised to 10 µs). Thread-safe: takes effect for samplers started
+ * afterwards and for running ones at their next sample.
+ */
 void set_sampling_interval(std::chrono::nanoseconds interval);
+/// @return the sampled source's interval now
 std::chrono::nanoseconds sampling_interval() noexcept;
 
-// Why the exact source is unavailable right now ("CUPTI is held by another tool (…)"), empty
-// when it works or was never tried.
+/**
+ * @return why the exact source is unavailable right now ("CUPTI is held by another tool (…)");
+ * empty when it works or was never tried. Thread-safe.
+ */
 std::string exact_source_status();
 
 }  // namespace gpumem

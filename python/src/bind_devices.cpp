@@ -6,7 +6,7 @@
 #include "gpumem/device.hpp"
 #include "gpumem/diagnostics.hpp"
 #include "gpumem/peak.hpp"
-#include "query/diagnostics_log.hpp"
+#include "support/diagnostics_log.hpp"
 
 namespace py = pybind11;
 
@@ -58,7 +58,7 @@ void bind_devices(py::module_& module) {
   module.def("driver_version", &driver_version, release());
   module.def("diagnostics", &diagnostics, release());
   module.def("last_diagnostic", &last_diagnostic, release());
-  module.def("note_diagnostic", &detail::record_diagnostic, py::arg("message"), release(),
+  module.def("note_diagnostic", &support::record_diagnostic, py::arg("message"), release(),
              "Records a diagnostic (kept once) beside the core's own.");
   module.def("nvml_available", &nvml_available, release());
   module.def("cuda_available", &cuda_available, release());

@@ -1,7 +1,7 @@
 #include "driver/cuda.hpp"
 
 #include "driver/library.hpp"
-#include "query/diagnostics_log.hpp"
+#include "support/diagnostics_log.hpp"
 
 namespace gpumem::driver {
 
@@ -63,7 +63,7 @@ const Cuda& cuda() noexcept {
   // Never destroyed: queries may run from other threads or static destructors at exit.
   static const Cuda& api = *[] {
     auto* loaded = new Cuda(load_cuda());
-    if (!loaded->loaded) detail::record_diagnostic(loaded->why);
+    if (!loaded->loaded) support::record_diagnostic(loaded->why);
     if (loaded->loaded)
       g_loaded_ctx_get_current.store(loaded->ctxGetCurrent, std::memory_order_release);
     return loaded;
@@ -86,7 +86,7 @@ abi::CUresult cuda_init() noexcept {
     if (!api.loaded) return CUresult{CUDA_ERROR_NOT_INITIALIZED};
     const CUresult rc = api.init(0);
     if (rc != CUDA_SUCCESS) {
-      detail::record_diagnostic("CUDA: cuInit failed (" + cuda_error_name(rc) + ")");
+      support::record_diagnostic("CUDA: cuInit failed (" + cuda_error_name(rc) + ")");
     }
     return rc;
   }();

@@ -2,6 +2,7 @@
 
 #include "driver/cuda.hpp"
 #include "driver/library.hpp"
+#include "support/environment.hpp"
 
 namespace gpumem::driver {
 namespace {
@@ -14,7 +15,7 @@ constexpr const char* kUnversioned = "libcupti.so";
 // if set; else the CUPTI the program has loaded already (torch.profiler's, say); else the one of
 // the CUDA major of the program's runtime, if loaded, or of the driver; then the others.
 SharedLibrary choose(std::string& why) {
-  if (const char* chosen = std::getenv("GPUMEM_CUPTI_LIBRARY"); chosen != nullptr && *chosen) {
+  if (support::env_value("GPUMEM_CUPTI_LIBRARY") != nullptr) {
     why = "named by GPUMEM_CUPTI_LIBRARY";
     return SharedLibrary::open("GPUMEM_CUPTI_LIBRARY", {});
   }

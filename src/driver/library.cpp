@@ -2,8 +2,9 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
 #include <utility>
+
+#include "support/environment.hpp"
 
 namespace gpumem::driver {
 
@@ -19,8 +20,9 @@ std::string last_dl_error() {
 SharedLibrary SharedLibrary::open(const char* override_variable,
                                   std::initializer_list<const char*> names) {
   SharedLibrary library;
-  const char* chosen = override_variable != nullptr ? std::getenv(override_variable) : nullptr;
-  if (chosen != nullptr && *chosen != '\0') {
+  const char* chosen =
+      override_variable != nullptr ? support::env_value(override_variable) : nullptr;
+  if (chosen != nullptr) {
     // The user named a file: loading anything else would silently measure another driver.
     library.path_ = chosen;
     library.handle_ = ::dlopen(chosen, RTLD_NOW | RTLD_LOCAL);

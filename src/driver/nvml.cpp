@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "driver/library.hpp"
-#include "query/diagnostics_log.hpp"
+#include "support/diagnostics_log.hpp"
 
 namespace gpumem::driver {
 
@@ -313,7 +313,7 @@ const Nvml& nvml() noexcept {
   // Never destroyed: queries may run from other threads or static destructors at exit.
   static const Nvml& api = *[] {
     auto* loaded = new Nvml(load_nvml());
-    if (!loaded->ready) detail::record_diagnostic(loaded->why);
+    if (!loaded->ready) support::record_diagnostic(loaded->why);
     return loaded;
   }();
   return api;

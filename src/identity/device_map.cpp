@@ -13,7 +13,7 @@
 #include "driver/nvml.hpp"
 #include "gpumem/memory.hpp"
 #include "identity/visible_devices.hpp"
-#include "query/diagnostics_log.hpp"
+#include "support/diagnostics_log.hpp"
 
 namespace gpumem::identity {
 
@@ -217,7 +217,7 @@ bool map_from_cuda(const driver::Nvml& nvml, DeviceMap& map) {
       // Without NVML (or a match in it) the driver still names the device.
       if (known) describe_by_driver(cuda, cu_device, device);
       if (nvml.ready) {
-        detail::record_diagnostic("CUDA device " + std::to_string(i) + " matches no NVML device");
+        support::record_diagnostic("CUDA device " + std::to_string(i) + " matches no NVML device");
       }
     }
     map.devices.push_back(std::move(device));
@@ -244,7 +244,7 @@ std::unique_ptr<DeviceMap> build_map() {
   auto map = std::make_unique<DeviceMap>();
   // Only CUDA_VISIBLE_DEVICES is read here (the base order is the PCI order either way), but a
   // change of CUDA_DEVICE_ORDER is a change of what CUDA would enumerate, so both are watched.
-  map->environment = EnvSnapshot::capture({kVisibleDevices, kDeviceOrder});
+  map->environment = support::EnvSnapshot::capture({kVisibleDevices, kDeviceOrder});
   map->cuda_seen = driver::cuda_initialized();
   const driver::Nvml& nvml = driver::nvml();
   if (map->cuda_seen && map_from_cuda(nvml, *map)) {

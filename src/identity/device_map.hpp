@@ -12,7 +12,7 @@
 #include "driver/abi/nvml.hpp"
 #include "driver/cuda.hpp"
 #include "gpumem/memory.hpp"
-#include "identity/env_snapshot.hpp"
+#include "support/env_snapshot.hpp"
 
 namespace gpumem::identity {
 
@@ -27,7 +27,7 @@ struct MappedDevice {
 struct DeviceMap {
   bool from_cuda = false;             // derived from the initialised CUDA driver (exact)
   bool cuda_seen = false;             // CUDA was initialised when this map was built
-  EnvSnapshot environment;            // CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER when it was built
+  support::EnvSnapshot environment;   // CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER when it was built
   std::vector<MappedDevice> devices;  // index = CUDA ordinal
 };
 

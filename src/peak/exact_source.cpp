@@ -8,7 +8,7 @@
 #include "peak/footprint.hpp"
 #include "peak/in_flight.hpp"
 #include "peak/vmm_tracker.hpp"
-#include "query/diagnostics_log.hpp"
+#include "support/diagnostics_log.hpp"
 
 namespace gpumem::peak {
 namespace {
@@ -47,7 +47,7 @@ void forget_everything() {
 }
 
 void unavailable(Subscription& state, std::string why) {
-  if (why != state.status) detail::record_diagnostic(why);
+  if (why != state.status) support::record_diagnostic(why);
   state.status = std::move(why);
 }
 

@@ -8,6 +8,7 @@
 #include "gpumem/memory.hpp"
 #include "gpumem/peak.hpp"
 #include "peak/channels.hpp"
+#include "support/clock.hpp"
 
 namespace gpumem::peak {
 namespace {
@@ -44,15 +45,13 @@ void run(const std::stop_token& stop, GpuHandle handle, Channel* target) {
     wake.notify_one();
   });
   std::unique_lock lock(idle);
-  auto next = std::chrono::steady_clock::now();
+  support::Cadence cadence;
   while (!stopping) {
     if (const auto used = gpu_mem_get_used_bytes_fast(handle)) {
       target->set_level(static_cast<std::int64_t>(*used));
     }
-    // A steady rate, not a fixed sleep after each read; after a stall, start afresh.
-    const auto now = std::chrono::steady_clock::now();
-    next += std::chrono::nanoseconds(interval_ns.load(std::memory_order_relaxed));
-    if (next < now) next = now;
+    const auto next =
+        cadence.advance(std::chrono::nanoseconds(interval_ns.load(std::memory_order_relaxed)));
     wake.wait_until(lock, next, [&] { return stopping; });
   }
 }

@@ -7,8 +7,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -20,13 +18,15 @@
 #include "gpumem/publish.hpp"
 #include "identity/device_map.hpp"
 #include "publish/spool_files.hpp"
-#include "query/diagnostics_log.hpp"
+#include "support/clock.hpp"
+#include "support/diagnostics_log.hpp"
+#include "support/environment.hpp"
 
 namespace gpumem {
 namespace {
 
 bool fail(std::string message, std::string* error) {
-  detail::record_diagnostic(message);
+  support::record_diagnostic(message);
   if (error != nullptr) *error = std::move(message);
   return false;
 }
@@ -116,10 +116,11 @@ bool write_all(int fd, std::string_view text) {
 }  // namespace
 
 std::filesystem::path default_spool_directory() {
-  if (const char* dir = std::getenv("GPUMEM_SPOOL_DIR"); dir != nullptr && *dir != '\0') {
+  if (const char* dir = support::env_value("GPUMEM_SPOOL_DIR")) {
     return dir;
   }
-  if (const char* runtime = std::getenv("XDG_RUNTIME_DIR"); runtime != nullptr && *runtime == '/') {
+  if (const char* runtime = support::env_value("XDG_RUNTIME_DIR");
+      runtime != nullptr && *runtime == '/') {
     return std::filesystem::path(runtime) / "gpumem";
   }
   return "/tmp/gpumem-" + std::to_string(::getuid());
@@ -144,9 +145,7 @@ bool publish_trace(const std::filesystem::path& spool, std::string_view scope,
     const identity::MappedDevice* device = identity::find_device(bytes.device);
     if (device != nullptr && device->handle != nullptr) trace.uuid = device->uuid;
   }
-  trace.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
+  trace.unix_ms = support::unix_time_ms();
   trace.bytes = bytes;
   {
     // Read once per process (a forked child reads its own).

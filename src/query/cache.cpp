@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "query/diagnostics_log.hpp"
+#include "support/diagnostics_log.hpp"
 
 namespace gpumem {
 
@@ -27,7 +27,7 @@ void note_failure(HookId id, const char* what) noexcept {
   try {
     std::string message = "cache-release hook " + std::to_string(id) + " failed";
     if (what != nullptr) message += std::string(": ") + what;
-    detail::record_diagnostic(message);
+    support::record_diagnostic(message);
   } catch (...) {
   }
 }
@@ -62,7 +62,7 @@ void release_caches() noexcept {
     try {
       to_run = h.registered;
     } catch (...) {
-      detail::record_diagnostic("cache-release hooks skipped: out of memory");
+      support::record_diagnostic("cache-release hooks skipped: out of memory");
       return;
     }
   }

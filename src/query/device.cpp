@@ -6,6 +6,7 @@
 #include "driver/nvml.hpp"
 #include "identity/device_map.hpp"
 #include "query/device_errors.hpp"
+#include "query/memory_read.hpp"
 
 namespace gpumem {
 
@@ -50,13 +51,7 @@ std::optional<DeviceInfo> describe(const identity::MappedDevice& device) {
       detail::note_nvml_failure(device.ordinal, "name", rc);
     }
   }
-  driver::MemoryReading reading;
-  const abi::nvmlReturn_t rc = driver::memory_info(device.handle, reading);
-  if (rc == abi::NVML_SUCCESS) {
-    info.memory = {reading.total, reading.free, reading.used, reading.reserved};
-  } else {
-    detail::note_nvml_failure(device.ordinal, "memory info", rc);
-  }
+  info.memory = detail::read_memory(device.handle, device.ordinal).value_or(GPUMemoryBytes{});
   return info;
 }
 

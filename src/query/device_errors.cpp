@@ -4,7 +4,7 @@
 
 #include "driver/cuda.hpp"
 #include "driver/nvml.hpp"
-#include "query/diagnostics_log.hpp"
+#include "support/diagnostics_log.hpp"
 
 namespace gpumem::detail {
 
@@ -13,9 +13,10 @@ void note_nvml_failure(int ordinal, const char* what, abi::nvmlReturn_t code) {
   try {
     const std::string gpu = "GPU " + std::to_string(ordinal);
     if (code == abi::NVML_ERROR_GPU_IS_LOST) {
-      record_diagnostic(gpu + " lost (NVML_ERROR_GPU_IS_LOST)");
+      support::record_diagnostic(gpu + " lost (NVML_ERROR_GPU_IS_LOST)");
     } else {
-      record_diagnostic(gpu + ": " + what + " failed (" + driver::nvml_error_name(code) + ")");
+      support::record_diagnostic(gpu + ": " + what + " failed (" + driver::nvml_error_name(code) +
+                                 ")");
     }
   } catch (...) {
   }
@@ -25,9 +26,10 @@ void note_cuda_failure(int ordinal, const char* what, abi::CUresult code) {
   try {
     const std::string gpu = "GPU " + std::to_string(ordinal);
     if (code == abi::CUDA_ERROR_DEVICE_UNAVAILABLE) {
-      record_diagnostic(gpu + " lost (CUDA_ERROR_DEVICE_UNAVAILABLE)");
+      support::record_diagnostic(gpu + " lost (CUDA_ERROR_DEVICE_UNAVAILABLE)");
     } else {
-      record_diagnostic(gpu + ": " + what + " failed (" + driver::cuda_error_name(code) + ")");
+      support::record_diagnostic(gpu + ": " + what + " failed (" + driver::cuda_error_name(code) +
+                                 ")");
     }
   } catch (...) {
   }

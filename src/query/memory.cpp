@@ -5,6 +5,7 @@
 #include "gpumem/cache.hpp"
 #include "identity/device_map.hpp"
 #include "query/device_errors.hpp"
+#include "query/memory_read.hpp"
 #include "query/primary_context.hpp"
 
 namespace gpumem {
@@ -30,30 +31,8 @@ GPUMemory to_mb(const GPUMemoryBytes& bytes) noexcept {
 
 namespace {
 
-[[gnu::noinline]] std::optional<GPUMemoryBytes> read_device_slow(
-    const identity::MappedDevice& device) noexcept {
-  if (device.handle == nullptr) return std::nullopt;
-  driver::MemoryReading reading;
-  const abi::nvmlReturn_t rc = driver::memory_info(device.handle, reading);
-  if (rc != abi::NVML_SUCCESS) {
-    detail::note_nvml_failure(device.ordinal, "memory info", rc);
-    return std::nullopt;
-  }
-  return GPUMemoryBytes{reading.total, reading.free, reading.used, reading.reserved};
-}
-
-// One driver call once _v2 memory info is known to work; the negotiating path otherwise.
 inline std::optional<GPUMemoryBytes> read_device(const identity::MappedDevice& device) noexcept {
-  if (const auto read = driver::g_working_memory_v2.load(std::memory_order_acquire)) [[likely]] {
-    if (device.handle != nullptr) [[likely]] {
-      abi::nvmlMemory_v2_t memory;
-      memory.version = abi::kNvmlMemory_v2;
-      if (read(device.handle, &memory) == abi::NVML_SUCCESS) [[likely]] {
-        return GPUMemoryBytes{memory.total, memory.free, memory.used, memory.reserved};
-      }
-    }
-  }
-  return read_device_slow(device);
+  return detail::read_memory(device.handle, device.ordinal);
 }
 
 }  // namespace
@@ -117,57 +96,24 @@ GpuHandle gpu_handle(int id) noexcept {
 
 namespace {
 
-// Where the fast path below did not answer: before the first read, on an NVML with v1 memory
-// info only, and on errors.
-[[gnu::noinline]] std::optional<std::uint64_t> used_bytes_slow(const GpuHandle& handle) noexcept {
-  if (!handle.valid()) return std::nullopt;
-  driver::MemoryReading reading;
-  const abi::nvmlReturn_t rc =
-      driver::memory_info(static_cast<abi::nvmlDevice_t>(handle.native()), reading);
-  if (rc != abi::NVML_SUCCESS) {
-    detail::note_nvml_failure(handle.ordinal(), "memory info", rc);
-    return std::nullopt;
-  }
-  return reading.used;
-}
-
-[[gnu::noinline]] std::int64_t used_mb_slow(const GpuHandle& handle) noexcept {
-  if (!handle.valid()) return 0;
-  driver::MemoryReading reading;
-  const abi::nvmlReturn_t rc =
-      driver::memory_info(static_cast<abi::nvmlDevice_t>(handle.native()), reading);
-  if (rc != abi::NVML_SUCCESS) {
-    detail::note_nvml_failure(handle.ordinal(), "memory info", rc);
-    return 0;
-  }
-  return unsigned_b2mb(device_used(reading.total, reading.free));
-}
-
-// The sampler's hot path: one indirect call into NVML. Everything else (the first read, a v1-only
-// NVML, errors) goes to the out-of-line path, so the fast one needs no saved registers.
-[[gnu::always_inline]] inline bool read_v2(const GpuHandle& handle,
-                                           abi::nvmlMemory_v2_t& memory) noexcept {
-  const auto read = driver::g_working_memory_v2.load(std::memory_order_acquire);
-  if (read == nullptr || !handle.valid()) [[unlikely]]
-    return false;
-  memory.version = abi::kNvmlMemory_v2;
-  return read(static_cast<abi::nvmlDevice_t>(handle.native()), &memory) == abi::NVML_SUCCESS;
+// The sampler's hot path: one indirect call into NVML (see query/memory_read.hpp).
+[[gnu::always_inline]] inline std::optional<GPUMemoryBytes> read_handle(
+    const GpuHandle& handle) noexcept {
+  return detail::read_memory(static_cast<abi::nvmlDevice_t>(handle.native()), handle.ordinal());
 }
 
 }  // namespace
 
 std::optional<std::uint64_t> gpu_mem_get_used_bytes_fast(const GpuHandle& handle) noexcept {
-  abi::nvmlMemory_v2_t memory;
-  if (read_v2(handle, memory)) [[likely]]
-    return memory.used;
-  return used_bytes_slow(handle);
+  if (const std::optional<GPUMemoryBytes> memory = read_handle(handle)) [[likely]]
+    return memory->used;
+  return std::nullopt;
 }
 
 std::int64_t gpu_mem_get_used_fast(const GpuHandle& handle) noexcept {
-  abi::nvmlMemory_v2_t memory;
-  if (read_v2(handle, memory)) [[likely]]
-    return unsigned_b2mb(device_used(memory.total, memory.free));
-  return used_mb_slow(handle);
+  if (const std::optional<GPUMemoryBytes> memory = read_handle(handle)) [[likely]]
+    return unsigned_b2mb(device_used(memory->total, memory->free));
+  return 0;
 }
 
 MaxFreeMemory gpu_with_max_free_mem() noexcept {

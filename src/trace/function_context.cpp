@@ -105,7 +105,7 @@ std::vector<std::string> scopes(std::string_view name) {
 std::string function_context(std::string_view signature) {
   const std::vector<std::string> parts = scopes(qualified_name(signature));
   if (parts.empty()) return std::string(signature);
-  // "Class::method", as the seed's __qualname__: a signature cannot tell a class from a
+  // "Class::method", as fastai.utils.mem's __qualname__: a signature cannot tell a class from a
   // namespace, so the innermost scope is kept and the outer ones dropped.
   if (parts.size() == 1) return parts.back();
   return parts[parts.size() - 2] + "::" + parts.back();

@@ -50,7 +50,7 @@ GPUMemTrace::GPUMemTrace(TraceOptions options)
   start();
 }
 
-// Side-effect free: no report, no cache release (the seed's __del__ emptied the cache).
+// Side-effect free: no report, no cache release (fastai.utils.mem's __del__ emptied the cache).
 GPUMemTrace::~GPUMemTrace() = default;
 GPUMemTrace::GPUMemTrace(GPUMemTrace&&) noexcept = default;
 GPUMemTrace& GPUMemTrace::operator=(GPUMemTrace&&) noexcept = default;
@@ -85,7 +85,7 @@ void GPUMemTrace::reset() {
 
 std::pair<std::int64_t, std::int64_t> GPUMemTrace::data() {
   const TraceBytes bytes = data_bytes();
-  // The seed's arithmetic on the seed's MB readings (each truncated on its own).
+  // fastai.utils.mem's arithmetic on its MB readings (each truncated on its own).
   return trace_deltas(b2mb(bytes.start), b2mb(bytes.end), b2mb(bytes.peak));
 }
 

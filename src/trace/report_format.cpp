@@ -53,7 +53,7 @@ std::pair<std::int64_t, std::int64_t> trace_deltas(std::int64_t start, std::int6
   if (peaked < 0) {
     peaked = 0;
   } else if (used > 0) {
-    // The seed could go negative here when its sampler missed the end level.
+    // fastai.utils.mem could go negative here when its sampler missed the end level.
     peaked = peaked > used ? peaked - used : 0;
   }
   return {used, peaked};

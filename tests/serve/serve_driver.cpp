@@ -2,13 +2,13 @@
 // benchmark run while the CLI is built separately.
 #include <CLI/CLI.hpp>
 
-#include "../../tools/cli/commands.hpp"
+#include "serve_command.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"gpumem"};
   app.require_subcommand(1);
   int exit_code = 0;
-  gpumem::cli::add_serve_command(app, exit_code);
+  gpumem::serve::add_serve_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

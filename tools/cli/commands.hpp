@@ -1,5 +1,6 @@
-// The `gpumem` command's subcommands. Each adds itself to the CLI11 app; when it runs it stores
-// the process exit status in `exit_code` (0 ok, 1 failure, 2 usage, or the measured child's).
+// The `gpumem` command's own subcommands (`serve` is the exporter's own entry point,
+// tools/serve/serve_command.hpp). Each adds itself to the CLI11 app; when it runs it stores the
+// process exit status in `exit_code` (0 ok, 1 failure, 2 usage, or the measured child's).
 #pragma once
 
 namespace CLI {
@@ -12,6 +13,5 @@ void add_list_command(CLI::App& app, int& exit_code);
 void add_watch_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, int& exit_code);
 void add_report_command(CLI::App& app, int& exit_code);
-void add_serve_command(CLI::App& app, int& exit_code);  // tools/serve
 
 }  // namespace gpumem::cli

@@ -7,6 +7,7 @@
 
 #include "commands.hpp"
 #include "gpumem/version.hpp"
+#include "serve_command.hpp"
 
 namespace {
 
@@ -44,7 +45,7 @@ int main(int argc, char** argv) {
   gpumem::cli::add_watch_command(app, exit_code);
   gpumem::cli::add_run_command(app, exit_code);
   gpumem::cli::add_report_command(app, exit_code);
-  gpumem::cli::add_serve_command(app, exit_code);
+  gpumem::serve::add_serve_command(app, exit_code);
   std::vector<std::string> arguments(argv + 1, argv + argc);
   drop_run_separator(*app.get_subcommand("run"), arguments);
   std::reverse(arguments.begin(), arguments.end());  // CLI11 takes them last first

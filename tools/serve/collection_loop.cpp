@@ -3,6 +3,8 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "support/clock.hpp"
+
 namespace gpumem::serve {
 namespace {
 
@@ -26,7 +28,7 @@ struct CollectionLoop::Shared {
   Clock::duration duration{};
 
   void run() {
-    auto next = Clock::now();
+    support::Cadence cadence;
     std::unique_lock lock(mutex);
     while (!stopping) {
       lock.unlock();
@@ -46,8 +48,8 @@ struct CollectionLoop::Shared {
         duration = end - start;
         changed.notify_all();
       }
-      next += period;
-      if (next < end) next = end;  // behind: go on at once, but do not try to catch up
+      // Behind: go on at once, but do not try to catch up.
+      const auto next = cadence.advance(period, end);
       changed.wait_until(lock, next, [this] { return stopping; });
     }
     finished = true;

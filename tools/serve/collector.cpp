@@ -1,17 +1,9 @@
 #include "collector.hpp"
 
 #include "gpumem/device.hpp"
+#include "support/clock.hpp"
 
 namespace gpumem::serve {
-namespace {
-
-std::int64_t now_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 Collector::Collector(CollectorOptions options)
     : options_(std::move(options)), containers_(options_.proc, options_.containers) {
@@ -73,7 +65,7 @@ Snapshot Collector::collect() {
 
 void Collector::collect_traces(Snapshot& snapshot) {
   SpoolExpiry expiry;
-  expiry.now_unix_ms = now_unix_ms();
+  expiry.now_unix_ms = support::unix_time_ms();
   expiry.retention_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(options_.retention).count();
   expiry.proc = options_.proc;

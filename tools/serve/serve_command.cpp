@@ -1,4 +1,6 @@
 // `gpumem serve`: the Prometheus exporter.
+#include "serve_command.hpp"
+
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -11,7 +13,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include "../cli/commands.hpp"
 #include "collection_loop.hpp"
 #include "collector.hpp"
 #include "duration.hpp"
@@ -20,7 +21,7 @@
 #include "help_page.hpp"
 #include "http_server.hpp"
 
-namespace gpumem::cli {
+namespace gpumem::serve {
 namespace {
 
 using namespace std::chrono_literals;
@@ -78,7 +79,6 @@ void raise_descriptor_limit() {
 }
 
 int run_serve(const ServeOptions& options) {
-  using namespace gpumem::serve;
   auto address = parse_listen_address(options.listen);
   if (!address) {
     return usage_error("invalid --listen '" + options.listen +
@@ -313,4 +313,4 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   });
 }
 
-}  // namespace gpumem::cli
+}  // namespace gpumem::serve

@@ -1,12 +1,12 @@
 // The O(1) environment-change test behind the device-map cache: every way a program changes
 // CUDA_VISIBLE_DEVICES must be seen.
-#include "identity/env_snapshot.hpp"
+#include "support/env_snapshot.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
-namespace gpumem::identity {
+namespace gpumem::support {
 namespace {
 
 EnvSnapshot capture() {
@@ -80,4 +80,4 @@ TEST(EnvSnapshot, ClearEnv) {
 }
 
 }  // namespace
-}  // namespace gpumem::identity
+}  // namespace gpumem::support

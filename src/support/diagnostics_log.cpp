@@ -1,11 +1,10 @@
-#include "gpumem/diagnostics.hpp"
+#include "support/diagnostics_log.hpp"
 
 #include <mutex>
 #include <unordered_set>
+#include <vector>
 
-#include "driver/cuda.hpp"
-#include "driver/nvml.hpp"
-#include "query/diagnostics_log.hpp"
+#include "gpumem/diagnostics.hpp"
 
 namespace gpumem {
 
@@ -25,7 +24,7 @@ Log& log() {
 
 }  // namespace
 
-namespace detail {
+namespace support {
 
 void record_diagnostic(const std::string& message) {
   if (message.empty()) return;
@@ -38,7 +37,7 @@ void record_diagnostic(const std::string& message) {
   }
 }
 
-}  // namespace detail
+}  // namespace support
 
 std::vector<std::string> diagnostics() {
   Log& l = log();
@@ -50,14 +49,6 @@ std::string last_diagnostic() {
   Log& l = log();
   std::lock_guard lock(l.mutex);
   return l.messages.empty() ? std::string() : l.messages.back();
-}
-
-bool nvml_available() noexcept {
-  return driver::nvml().ready;
-}
-
-bool cuda_available() noexcept {
-  return driver::cuda().loaded;
 }
 
 }  // namespace gpumem

@@ -1,10 +1,11 @@
-// Every fault gives the seed's fallback values and a diagnostic, never a crash or an exception.
+// Every fault gives fastai.utils.mem's fallback values and a diagnostic, never a crash or an
+// exception.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "core_configs.hpp"
 #include "gpumem/gpumem.hpp"
+#include "support/sim_configs.hpp"
 
 namespace gpumem {
 namespace {

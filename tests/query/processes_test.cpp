@@ -6,10 +6,10 @@
 
 #include <algorithm>
 
-#include "core_configs.hpp"
 #include "driver/nvml.hpp"
 #include "gpumem/gpumem.hpp"
 #include "identity/device_map.hpp"
+#include "support/sim_configs.hpp"
 
 namespace gpumem {
 namespace {

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <string>
 
-#include "core_configs.hpp"
 #include "gpumem/gpumem.hpp"
+#include "support/sim_configs.hpp"
 
 namespace gpumem {
 namespace {

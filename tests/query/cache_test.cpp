@@ -3,8 +3,8 @@
 
 #include <stdexcept>
 
-#include "core_configs.hpp"
 #include "gpumem/gpumem.hpp"
+#include "support/sim_configs.hpp"
 
 namespace gpumem {
 namespace {

@@ -1,3 +1,5 @@
+// Publishing trace results to the spool and reading them back: atomic replacement, the
+// directory kinds accepted and refused, fair bounded reads, and the expiry of dead publishers.
 #include <grp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>

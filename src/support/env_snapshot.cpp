@@ -1,10 +1,10 @@
-#include "identity/env_snapshot.hpp"
+#include "support/env_snapshot.hpp"
 
 #include <unistd.h>
 
 #include <cstring>
 
-namespace gpumem::identity {
+namespace gpumem::support {
 
 EnvSnapshot EnvSnapshot::capture(std::initializer_list<const char*> names) {
   EnvSnapshot snapshot;
@@ -35,4 +35,4 @@ const char* EnvSnapshot::value(std::size_t i) const noexcept {
   return variables_[i].value.c_str();
 }
 
-}  // namespace gpumem::identity
+}  // namespace gpumem::support

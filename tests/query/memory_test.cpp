@@ -1,10 +1,10 @@
-// The seed's memory API against the simulated numbers.
+// fastai.utils.mem's memory API against the simulated numbers.
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "core_configs.hpp"
 #include "gpumem/gpumem.hpp"
+#include "support/sim_configs.hpp"
 
 namespace gpumem {
 namespace {

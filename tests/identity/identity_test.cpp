@@ -4,10 +4,10 @@
 
 #include <cstdlib>
 
-#include "core_configs.hpp"
 #include "driver/cuda.hpp"
 #include "gpumem/gpumem.hpp"
 #include "identity/device_map.hpp"
+#include "support/sim_configs.hpp"
 
 namespace gpumem {
 namespace {

@@ -1,5 +1,6 @@
-// Device configurations for the core tests, beside support/sim_gpu.hpp's kTwoGpus (ordinal 0 is
-// the H200 at NVML 1, ordinal 1 the A100-40GB at NVML 0).
+// Device configurations for the tests of driver loading, identity and the queries, beside
+// support/sim_gpu.hpp's kTwoGpus (ordinal 0 is the H200 at NVML 1, ordinal 1 the A100-40GB at
+// NVML 0).
 #pragma once
 
 #include <cstdint>

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace gpumem::identity {
+namespace gpumem::support {
 
 class EnvSnapshot {
  public:
@@ -52,4 +52,4 @@ class EnvSnapshot {
   std::vector<Variable> variables_;
 };
 
-}  // namespace gpumem::identity
+}  // namespace gpumem::support

@@ -1,0 +1,141 @@
+// The counters file on its own: shared between processes to the byte, a peak that never falls,
+// what a dead process held given back, attachments recorded, and foreign files refused.
+#include "run_counters.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace gpumem::run {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Counters : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (fs::temp_directory_path() / ("gpumem-counters-test-" + std::to_string(::getpid())))
+                .string();
+    fs::remove(path_);
+  }
+  void TearDown() override {
+    unmap_run_counters(counters_);
+    fs::remove(path_);
+  }
+  RunCounters& create() {
+    std::string error;
+    counters_ = map_run_counters(path_, /*create=*/true, &error);
+    if (counters_ == nullptr) ADD_FAILURE() << error;
+    return *counters_;
+  }
+
+  std::string path_;
+  RunCounters* counters_ = nullptr;
+};
+
+TEST_F(Counters, ACreatedFileStartsEmptyAndNamesItsMonitor) {
+  RunCounters& counters = create();
+  EXPECT_EQ(counters.magic, kCountersMagic);
+  EXPECT_EQ(counters.version, kCountersVersion);
+  EXPECT_EQ(counters.monitor_pid, static_cast<std::int32_t>(::getpid()));
+  EXPECT_EQ(counters.devices[0].current.load(), 0);
+  EXPECT_EQ(counters.devices[kMaxDevices - 1].peak.load(), 0);
+  EXPECT_EQ(counters.processes_attached.load(), 0);
+}
+
+TEST_F(Counters, ThePeakRisesWithTheLevelAndNeverFalls) {
+  RunCounters& counters = create();
+  DeviceCounters& device = counters.devices[1];
+  add_event(counters, 1, 8 << 20);
+  const std::int64_t first_peak_time = device.peak_time_ns.load();
+  EXPECT_GT(first_peak_time, 0);
+  add_event(counters, 1, 4 << 20);
+  add_event(counters, 1, -(10 << 20));
+  EXPECT_EQ(device.current.load(), 2 << 20);
+  EXPECT_EQ(device.peak.load(), 12 << 20);
+  const std::int64_t peak_time = device.peak_time_ns.load();
+  EXPECT_GE(peak_time, first_peak_time);
+  add_event(counters, 1, 1 << 20);  // below the peak: neither the peak nor its time moves
+  EXPECT_EQ(device.peak.load(), 12 << 20);
+  EXPECT_EQ(device.peak_time_ns.load(), peak_time);
+  EXPECT_EQ(counters_->devices[0].current.load(), 0);  // another device's line is untouched
+}
+
+TEST_F(Counters, ProcessesSharingTheFileAddUpToTheByte) {
+  RunCounters& counters = create();
+  constexpr int kChildren = 3;
+  for (int child = 0; child < kChildren; ++child) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      RunCounters* mine = map_run_counters(path_, /*create=*/false, nullptr);
+      if (mine == nullptr) ::_exit(1);
+      mine->processes_attached.fetch_add(1);
+      for (int i = 0; i < 1000; ++i) add_event(*mine, 0, 3);
+      for (int i = 0; i < 1000; ++i) add_event(*mine, 0, -1);
+      ::_exit(0);
+    }
+  }
+  for (int child = 0; child < kChildren; ++child) {
+    int status = 0;
+    ASSERT_GT(::wait(&status), 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(counters.processes_attached.load(), kChildren);
+  EXPECT_EQ(counters.devices[0].current.load(), kChildren * 2000);
+  EXPECT_GE(counters.devices[0].peak.load(), 3000);
+  EXPECT_LE(counters.devices[0].peak.load(), kChildren * 3000);
+}
+
+TEST_F(Counters, WhatADeadProcessHeldIsGivenBack) {
+  RunCounters& counters = create();
+  ProcessSlot& slot = counters.processes[0];
+  slot.pid.store(4242);
+  add_event(counters, 0, 5 << 20);
+  slot.held[0].fetch_add(5 << 20);
+  add_event(counters, 2, 1 << 20);
+  slot.held[2].fetch_add(1 << 20);
+  add_event(counters, 0, 2 << 20);  // another process's
+  give_back(counters, slot);
+  EXPECT_EQ(counters.devices[0].current.load(), 2 << 20);
+  EXPECT_EQ(counters.devices[2].current.load(), 0);
+  EXPECT_EQ(counters.devices[0].peak.load(), 7 << 20);  // the peak stays what it was
+  EXPECT_EQ(slot.held[0].load(), 0);
+  give_back(counters, slot);  // twice gives back nothing more
+  EXPECT_EQ(counters.devices[0].current.load(), 2 << 20);
+}
+
+TEST_F(Counters, AttachmentsAreRecordedWithTheirReason) {
+  RunCounters& counters = create();
+  record_attach(counters, 100, 7, kAttachedExact, "");
+  record_attach(counters, 101, 7, kAttachedFallback, "CUPTI is held by another tool");
+  EXPECT_EQ(counters.record_count.load(), 2);
+  EXPECT_EQ(counters.records[0].pid.load(), 100);
+  EXPECT_EQ(counters.records[0].pid_namespace.load(), 7u);
+  EXPECT_EQ(counters.records[0].state.load(), kAttachedExact);
+  EXPECT_EQ(counters.records[1].state.load(), kAttachedFallback);
+  EXPECT_STREQ(counters.records[1].reason, "CUPTI is held by another tool");
+  record_attach(counters, 102, 7, kAttachedFallback, std::string(1000, 'x'));  // truncated, terminated
+  EXPECT_EQ(std::string(counters.records[2].reason).size(), sizeof counters.records[2].reason - 1);
+}
+
+TEST_F(Counters, AForeignOrMissingFileIsRefusedWithAReason) {
+  std::string error;
+  EXPECT_EQ(map_run_counters(path_, /*create=*/false, &error), nullptr);
+  EXPECT_NE(error.find("cannot open"), std::string::npos) << error;
+  std::ofstream(path_) << "not a counters file";
+  EXPECT_EQ(map_run_counters(path_, /*create=*/false, &error), nullptr);
+  EXPECT_NE(error.find("not a counters file"), std::string::npos) << error;
+  fs::resize_file(path_, sizeof(RunCounters));  // the right size, but no magic
+  EXPECT_EQ(map_run_counters(path_, /*create=*/false, &error), nullptr);
+  EXPECT_NE(error.find("not a counters file"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace gpumem::run
