@@ -121,7 +121,8 @@ TEST_F(Counters, AttachmentsAreRecordedWithTheirReason) {
   EXPECT_EQ(counters.records[0].state.load(), kAttachedExact);
   EXPECT_EQ(counters.records[1].state.load(), kAttachedFallback);
   EXPECT_STREQ(counters.records[1].reason, "CUPTI is held by another tool");
-  record_attach(counters, 102, 7, kAttachedFallback, std::string(1000, 'x'));  // truncated, terminated
+  record_attach(counters, 102, 7, kAttachedFallback,
+                std::string(1000, 'x'));  // truncated, terminated
   EXPECT_EQ(std::string(counters.records[2].reason).size(), sizeof counters.records[2].reason - 1);
 }
 
