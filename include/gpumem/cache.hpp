@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <functional>
 
+// The public API: exported from libgpumem.so (everything else in it is hidden).
+#pragma GCC visibility push(default)
+
 namespace gpumem {
 
 using CacheReleaseHook = std::function<void()>;
@@ -20,3 +23,5 @@ bool remove_cache_release_hook(HookId id) noexcept;
 void release_caches() noexcept;
 
 }  // namespace gpumem
+
+#pragma GCC visibility pop

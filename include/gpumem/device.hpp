@@ -8,6 +8,9 @@
 
 #include "gpumem/memory.hpp"
 
+// The public API: exported from libgpumem.so (everything else in it is hidden).
+#pragma GCC visibility push(default)
+
 namespace gpumem {
 
 struct DeviceInfo {
@@ -39,3 +42,5 @@ std::vector<ProcessMemory> device_processes(int id = current_device) noexcept;
 std::string driver_version() noexcept;
 
 }  // namespace gpumem
+
+#pragma GCC visibility pop

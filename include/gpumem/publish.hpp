@@ -18,6 +18,9 @@
 
 #include "gpumem/trace.hpp"
 
+// The public API: exported from libgpumem.so (everything else in it is hidden).
+#pragma GCC visibility push(default)
+
 namespace gpumem {
 
 // GPUMEM_SPOOL_DIR if set, else $XDG_RUNTIME_DIR/gpumem, else /tmp/gpumem-<uid>.
@@ -101,3 +104,5 @@ std::string format_spool_record(const PublishedTrace& trace);
 bool parse_spool_record(std::string_view text, PublishedTrace& out);
 
 }  // namespace gpumem
+
+#pragma GCC visibility pop

@@ -6,7 +6,7 @@
 #include "gpumem/device.hpp"
 #include "gpumem/diagnostics.hpp"
 #include "gpumem/peak.hpp"
-#include "query/diagnostics_log.hpp"
+#include "gpumem/internal/diagnostics_log.hpp"
 
 namespace py = pybind11;
 

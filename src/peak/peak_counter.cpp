@@ -7,7 +7,7 @@
 #include "gpumem/device.hpp"
 #include "gpumem/peak.hpp"
 #include "peak/channels.hpp"
-#include "peak/exact_source.hpp"
+#include "gpumem/internal/exact_source.hpp"
 #include "peak/footprint.hpp"
 #include "peak/sampler.hpp"
 

@@ -1,11 +1,4 @@
-// The library's record of why things fell back: each distinct message kept once (see
-// gpumem/diagnostics.hpp). Cheap to call repeatedly with the same message.
+// The library's record of why things fell back, declared where the tools can reach it too.
 #pragma once
 
-#include <string>
-
-namespace gpumem::detail {
-
-void record_diagnostic(const std::string& message);
-
-}  // namespace gpumem::detail
+#include "gpumem/internal/diagnostics_log.hpp"

@@ -10,7 +10,7 @@
 #include "gpumem/diagnostics.hpp"
 #include "gpumem/peak.hpp"
 #include "peak/channels.hpp"
-#include "peak/event_observer.hpp"
+#include "gpumem/internal/event_observer.hpp"
 #include "peak/exact_callbacks.hpp"
 #include "peak/sim_driver.hpp"
 

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <string>
 
-#include "peak/event_observer.hpp"
-#include "peak/exact_source.hpp"
+#include "gpumem/internal/event_observer.hpp"
+#include "gpumem/internal/exact_source.hpp"
 #include "run_counters.hpp"
 
 namespace {
