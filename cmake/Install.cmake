@@ -14,8 +14,7 @@ set(GPUMEM_INSTALL_SYSTEMDDIR lib/systemd/system CACHE STRING
 
 install(TARGETS gpumem gpumem_static gpumem_headers EXPORT gpumemTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT library NAMELINK_COMPONENT development
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development
-  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/gpumem ${PROJECT_BINARY_DIR}/include/gpumem
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
 install(EXPORT gpumemTargets NAMESPACE gpumem:: DESTINATION ${GPUMEM_INSTALL_CMAKEDIR}
@@ -51,8 +50,13 @@ if(TARGET gpumem_cli)
   install(TARGETS gpumem_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
   # bin/gpumem looks for it in the library folder (tools/cli/CMakeLists.txt).
   install(TARGETS gpumem_inject LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT tools)
-  configure_file(${PROJECT_SOURCE_DIR}/deploy/systemd/gpumem-exporter.service.in
-                 ${PROJECT_BINARY_DIR}/gpumem-exporter.service @ONLY)
+  # The unit names the installed command, under the prefix of the install (cpack's may differ
+  # from the configured one), so it is written at install time.
+  install(CODE "
+    set(CMAKE_INSTALL_FULL_BINDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}\")
+    configure_file(\"${PROJECT_SOURCE_DIR}/deploy/systemd/gpumem-exporter.service.in\"
+                   \"${PROJECT_BINARY_DIR}/gpumem-exporter.service\" @ONLY)"
+    COMPONENT tools)
   install(FILES ${PROJECT_BINARY_DIR}/gpumem-exporter.service
           DESTINATION ${GPUMEM_INSTALL_SYSTEMDDIR} COMPONENT tools)
 endif()
