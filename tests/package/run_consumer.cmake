@@ -28,8 +28,10 @@ if(MODE STREQUAL "pkg-config")
       -o ${build}/consumer)
   list(APPEND programs ${build}/consumer)
 else()
+  # No build type: no optimisation, the quickest compile of gpumem's sources (a subproject builds
+  # them again).
   set(configure ${CMAKE_COMMAND} -S ${CONSUMER} -B ${build} -G ${GENERATOR}
-      -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX} -DGPUMEM_CONSUMER_MODE=${MODE})
+      -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_COMPILER=${CXX} -DGPUMEM_CONSUMER_MODE=${MODE})
   if(PREFIX)
     list(APPEND configure -DCMAKE_PREFIX_PATH=${PREFIX})
   endif()
