@@ -3,8 +3,9 @@
 
 # Per-event cost against the number of live counters, thread scaling, and start()+stop().
 add_executable(gpumem_bench_peak ${CMAKE_CURRENT_LIST_DIR}/peak_events.cpp)
-target_link_libraries(gpumem_bench_peak PRIVATE gpumem benchmark::benchmark)
-target_include_directories(gpumem_bench_peak PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
+target_link_libraries(gpumem_bench_peak PRIVATE benchmark::benchmark)
+target_include_directories(gpumem_bench_peak PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+gpumem_link_testing(gpumem_bench_peak)
 target_compile_definitions(gpumem_bench_peak PRIVATE GPUMEM_SIM_DIR="${GPUMEM_SIM_DIR}")
 add_dependencies(gpumem_bench_peak gpumem_sim)
 gpumem_warnings(gpumem_bench_peak)
@@ -16,8 +17,7 @@ gpumem_warnings(gpumem_bench_spiker)
 
 # Spike capture of the sampled source vs the seed's Python thread, and the sampler's CPU cost.
 add_executable(gpumem_bench_spikes ${CMAKE_CURRENT_LIST_DIR}/peak_spikes.cpp)
-target_link_libraries(gpumem_bench_spikes PRIVATE gpumem)
-target_include_directories(gpumem_bench_spikes PRIVATE ${PROJECT_SOURCE_DIR}/src)
+gpumem_link_testing(gpumem_bench_spikes)
 target_compile_definitions(gpumem_bench_spikes PRIVATE
   GPUMEM_SIM_DIR="${GPUMEM_SIM_DIR}"
   GPUMEM_SPIKER="$<TARGET_FILE:gpumem_bench_spiker>"

@@ -20,6 +20,7 @@ from pathlib import Path
 ROOMS = {
     "support": [],  # diagnostics log, clocks, environment
     "procfs": [],  # pid namespaces as /proc shows them
+    "internal": [],  # the seams the tools use (gpumem_internal), declared for the rooms above
     "driver": ["support"],  # dlopen'ed NVIDIA libraries
     "identity": ["driver"],  # CUDA ordinal -> NVML device
     "query": ["identity"],  # fastai.utils.mem's queries, devices, hooks

@@ -22,6 +22,9 @@
 #include <cstddef>
 #include <cstdint>
 
+// The public API: exported from libgpumem.so (everything else in it is hidden).
+#pragma GCC visibility push(default)
+
 namespace gpumem {
 
 /**
@@ -75,3 +78,5 @@ class DeviceAllocation {
 DeviceAllocation device_allocate(std::size_t bytes, int id = -1) noexcept;
 
 }  // namespace gpumem
+
+#pragma GCC visibility pop

@@ -17,6 +17,9 @@
 #include <cstdint>
 #include <functional>
 
+// The public API: exported from libgpumem.so (everything else in it is hidden).
+#pragma GCC visibility push(default)
+
 namespace gpumem {
 
 /// Gives cached device memory back to the driver. May throw: the exception is recorded.
@@ -49,3 +52,5 @@ bool remove_cache_release_hook(HookId id) noexcept;
 void release_caches() noexcept;
 
 }  // namespace gpumem
+
+#pragma GCC visibility pop

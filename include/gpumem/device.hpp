@@ -30,6 +30,9 @@
 
 #include "gpumem/memory.hpp"
 
+// The public API: exported from libgpumem.so (everything else in it is hidden).
+#pragma GCC visibility push(default)
+
 namespace gpumem {
 
 /// One visible device: how the program and nvidia-smi name it, and its memory when read.
@@ -86,3 +89,5 @@ std::vector<std::string> mig_device_uuids(int id = current_device) noexcept;
 std::string driver_version() noexcept;
 
 }  // namespace gpumem
+
+#pragma GCC visibility pop

@@ -20,6 +20,9 @@
 #include <string>
 #include <vector>
 
+// The public API: exported from libgpumem.so (everything else in it is hidden).
+#pragma GCC visibility push(default)
+
 namespace gpumem {
 
 /**
@@ -40,3 +43,5 @@ bool nvml_available() noexcept;
 bool cuda_available() noexcept;
 
 }  // namespace gpumem
+
+#pragma GCC visibility pop

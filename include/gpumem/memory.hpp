@@ -28,6 +28,9 @@
 #include <optional>
 #include <vector>
 
+// The public API: exported from libgpumem.so (everything else in it is hidden).
+#pragma GCC visibility push(default)
+
 namespace gpumem {
 
 /// Passed as a device id: the device current on the calling thread (0 when CUDA is unused).
@@ -179,3 +182,5 @@ MaxFreeMemory gpu_with_max_free_mem() noexcept;
 bool preload() noexcept;
 
 }  // namespace gpumem
+
+#pragma GCC visibility pop

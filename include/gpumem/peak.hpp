@@ -37,6 +37,9 @@
 
 #include "gpumem/memory.hpp"
 
+// The public API: exported from libgpumem.so (everything else in it is hidden).
+#pragma GCC visibility push(default)
+
 namespace gpumem {
 
 /// Where a counter's events come from, best first.
@@ -194,3 +197,5 @@ std::chrono::nanoseconds sampling_interval() noexcept;
 std::string exact_source_status();
 
 }  // namespace gpumem
+
+#pragma GCC visibility pop

@@ -37,6 +37,9 @@
 
 #include "gpumem/trace.hpp"
 
+// The public API: exported from libgpumem.so (everything else in it is hidden).
+#pragma GCC visibility push(default)
+
 namespace gpumem {
 
 /**
@@ -144,3 +147,5 @@ std::string format_spool_record(const PublishedTrace& trace);
 bool parse_spool_record(std::string_view text, PublishedTrace& out);
 
 }  // namespace gpumem
+
+#pragma GCC visibility pop

@@ -41,6 +41,9 @@
 
 #include "gpumem/peak.hpp"
 
+// The public API: exported from libgpumem.so (everything else in it is hidden).
+#pragma GCC visibility push(default)
+
 namespace gpumem {
 
 /// Receives each report line, without a trailing newline; called on the reporting thread.
@@ -209,3 +212,5 @@ auto traced(std::string ctx, F&& function) {
   ::gpumem::TraceScope gpumem_trace_function_scope_ { \
     ::gpumem::function_context(__PRETTY_FUNCTION__)   \
   }
+
+#pragma GCC visibility pop

@@ -5,8 +5,8 @@
 #include "bindings.hpp"
 #include "gpumem/device.hpp"
 #include "gpumem/diagnostics.hpp"
+#include "gpumem/internal/diagnostics_log.hpp"
 #include "gpumem/peak.hpp"
-#include "support/diagnostics_log.hpp"
 
 namespace py = pybind11;
 

@@ -2,7 +2,7 @@
 
 #include "driver/cuda.hpp"
 #include "driver/library.hpp"
-#include "support/environment.hpp"
+#include "gpumem/internal/environment.hpp"
 
 namespace gpumem::driver {
 namespace {

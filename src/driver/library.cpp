@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "support/environment.hpp"
+#include "gpumem/internal/environment.hpp"
 
 namespace gpumem::driver {
 

@@ -1,4 +1,4 @@
-#include "peak/event_observer.hpp"
+#include "gpumem/internal/event_observer.hpp"
 
 #include <atomic>
 #include <mutex>

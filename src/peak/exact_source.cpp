@@ -1,4 +1,4 @@
-#include "peak/exact_source.hpp"
+#include "gpumem/internal/exact_source.hpp"
 
 #include <mutex>
 

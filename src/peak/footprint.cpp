@@ -9,9 +9,9 @@
 
 #include "driver/cuda.hpp"
 #include "gpumem/device.hpp"
+#include "gpumem/internal/event_observer.hpp"
 #include "gpumem/peak.hpp"
 #include "peak/channels.hpp"
-#include "peak/event_observer.hpp"
 #include "peak/exact_callbacks.hpp"
 #include "peak/in_flight.hpp"
 

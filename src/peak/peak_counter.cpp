@@ -5,9 +5,9 @@
 #include "driver/cuda.hpp"
 #include "driver/nvml.hpp"
 #include "gpumem/device.hpp"
+#include "gpumem/internal/exact_source.hpp"
 #include "gpumem/peak.hpp"
 #include "peak/channels.hpp"
-#include "peak/exact_source.hpp"
 #include "peak/footprint.hpp"
 #include "peak/sampler.hpp"
 

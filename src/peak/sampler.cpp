@@ -8,7 +8,7 @@
 #include "gpumem/memory.hpp"
 #include "gpumem/peak.hpp"
 #include "peak/channels.hpp"
-#include "support/clock.hpp"
+#include "gpumem/internal/clock.hpp"
 
 namespace gpumem::peak {
 namespace {

@@ -1,4 +1,4 @@
-#include "procfs/pid_namespace.hpp"
+#include "gpumem/internal/pid_namespace.hpp"
 
 #include <sys/stat.h>
 

@@ -18,9 +18,9 @@
 #include "gpumem/publish.hpp"
 #include "identity/device_map.hpp"
 #include "publish/spool_files.hpp"
-#include "support/clock.hpp"
+#include "gpumem/internal/clock.hpp"
 #include "support/diagnostics_log.hpp"
-#include "support/environment.hpp"
+#include "gpumem/internal/environment.hpp"
 
 namespace gpumem {
 namespace {

@@ -8,9 +8,9 @@
 
 #include "gpumem/allocate.hpp"
 #include "gpumem/diagnostics.hpp"
+#include "gpumem/internal/event_observer.hpp"
 #include "gpumem/peak.hpp"
 #include "peak/channels.hpp"
-#include "peak/event_observer.hpp"
 #include "peak/exact_callbacks.hpp"
 #include "peak/sim_driver.hpp"
 

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "gpumem/diagnostics.hpp"
-#include "support/clock.hpp"
+#include "gpumem/internal/clock.hpp"
 #include "support/diagnostics_log.hpp"
-#include "support/environment.hpp"
+#include "gpumem/internal/environment.hpp"
 
 namespace gpumem::support {
 namespace {

@@ -5,6 +5,10 @@
 #include <cstdlib>
 #include <filesystem>
 
+#ifndef GPUMEM_INJECT_DIR_FROM_BIN
+#define GPUMEM_INJECT_DIR_FROM_BIN "../lib"  // set by tools/cli/CMakeLists.txt from GNUInstallDirs
+#endif
+
 namespace gpumem::cli {
 
 std::string find_inject_library(std::string* error) {
@@ -21,7 +25,10 @@ std::string find_inject_library(std::string* error) {
   const fs::path executable = fs::read_symlink("/proc/self/exe", failed);
   if (!failed) {
     const fs::path folder = executable.parent_path();
-    for (const fs::path& candidate : {folder / ".." / "lib" / kName, folder / kName}) {
+    // Where it is installed (CMake's library folder, relative to bin/), the build tree's lib/,
+    // and the executable's own folder.
+    for (const fs::path& candidate : {folder / GPUMEM_INJECT_DIR_FROM_BIN / kName,
+                                      folder / ".." / "lib" / kName, folder / kName}) {
       if (::access(candidate.c_str(), R_OK) == 0) return fs::weakly_canonical(candidate).string();
     }
   }

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "procfs/pid_namespace.hpp"
+#include "gpumem/internal/pid_namespace.hpp"
 #include "run_counters.hpp"
 
 namespace gpumem::cli {

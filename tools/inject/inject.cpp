@@ -11,9 +11,9 @@
 #include <cstring>
 #include <string>
 
-#include "driver/cuda.hpp"
-#include "peak/event_observer.hpp"
-#include "peak/exact_source.hpp"
+#include "gpumem/internal/device_uuid.hpp"
+#include "gpumem/internal/event_observer.hpp"
+#include "gpumem/internal/exact_source.hpp"
 #include "run_counters.hpp"
 
 namespace {
@@ -34,18 +34,12 @@ void stop_counting(const std::string& reason);
 // The device's UUID from the driver (cuDeviceGetUuid_v2, else v1: NVML is never loaded here),
 // and its slot in the file.
 int resolve_device_slot(int ordinal, std::string& why) {
-  const gpumem::driver::Cuda& cuda = gpumem::driver::cuda();
-  gpumem::abi::CUdevice device = 0;
-  gpumem::abi::CUuuid uuid{};
-  if (cuda.deviceGet == nullptr || cuda.deviceGetUuid == nullptr ||
-      cuda.deviceGet(&device, ordinal) != gpumem::abi::CUDA_SUCCESS ||
-      cuda.deviceGetUuid(&uuid, device) != gpumem::abi::CUDA_SUCCESS) {
+  const auto uuid = gpumem::driver::device_uuid(ordinal);
+  if (!uuid) {
     why = "the driver gave no UUID for CUDA device " + std::to_string(ordinal);
     return -1;
   }
-  gpumem::run::Uuid bytes{};
-  std::memcpy(bytes.data(), uuid.bytes, bytes.size());
-  const int slot = gpumem::run::counting_device(*g_counters, bytes);
+  const int slot = gpumem::run::counting_device(*g_counters, *uuid);
   if (slot < 0) {
     why = "more than " + std::to_string(gpumem::run::kMaxDevices) + " devices in one run";
   }

@@ -3,7 +3,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "support/clock.hpp"
+#include "gpumem/internal/clock.hpp"
 
 namespace gpumem::serve {
 namespace {

@@ -1,7 +1,7 @@
 #include "collector.hpp"
 
 #include "gpumem/device.hpp"
-#include "support/clock.hpp"
+#include "gpumem/internal/clock.hpp"
 
 namespace gpumem::serve {
 

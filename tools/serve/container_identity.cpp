@@ -1,6 +1,6 @@
 #include "container_identity.hpp"
 
-#include "procfs/pid_namespace.hpp"
+#include "gpumem/internal/pid_namespace.hpp"
 
 #include <algorithm>
 #include <cctype>

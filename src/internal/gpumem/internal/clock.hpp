@@ -2,6 +2,8 @@
 // programs, the monotonic clock for everything timed, and the steady cadence of every periodic
 // loop (the sampler, the exporter's collection). Header-only, so that the tools built on the
 // library keep the same clocks.
+// Header-only, so gpumem's tools reach it through the gpumem_internal target and nothing is
+// exported for it.
 #pragma once
 
 #include <chrono>

@@ -5,6 +5,10 @@
 
 #include <cstdint>
 
+// A seam for gpumem's own tools (the gpumem_internal target): exported from libgpumem.so so that
+// they share its engine, never installed.
+#pragma GCC visibility push(default)
+
 namespace gpumem::detail {
 
 // Called on the allocating/freeing thread for every device-memory event the exact source sees
@@ -24,3 +28,5 @@ void set_event_observer(EventObserver fn, void* ctx) noexcept;
 void set_footprint_reconciliation(bool enabled) noexcept;
 
 }  // namespace gpumem::detail
+
+#pragma GCC visibility pop

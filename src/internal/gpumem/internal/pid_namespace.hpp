@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+// A seam for gpumem's own tools (the gpumem_internal target): exported from libgpumem.so so that
+// they share its engine, never installed.
+#pragma GCC visibility push(default)
+
 namespace gpumem::procfs {
 
 // The inode of the initial pid namespace: a constant of the kernel (PROC_PID_INIT_INO) since
@@ -28,3 +32,5 @@ std::vector<std::uint32_t> namespace_pids(const std::filesystem::path& proc,
 bool in_initial_pid_namespace();
 
 }  // namespace gpumem::procfs
+
+#pragma GCC visibility pop

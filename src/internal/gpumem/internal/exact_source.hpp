@@ -5,6 +5,10 @@
 
 #include <string>
 
+// A seam for gpumem's own tools (the gpumem_internal target): exported from libgpumem.so so that
+// they share its engine, never installed.
+#pragma GCC visibility push(default)
+
 namespace gpumem::peak {
 
 // Takes a reference on the subscription, subscribing on the first. false when CUPTI cannot be
@@ -16,3 +20,5 @@ void release_exact() noexcept;
 std::string exact_status();
 
 }  // namespace gpumem::peak
+
+#pragma GCC visibility pop

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""libgpumem.so exports gpumem's public API (include/gpumem) and the tools' seams
+(src/internal/gpumem/internal), and nothing else of gpumem: its internals are hidden
+(-fvisibility=hidden). The C++ standard library's template instantiations it emits are exported
+as they are by any C++ shared library (libstdc++ declares them with default visibility).
+
+usage: exported_symbols.py path/to/libgpumem.so
+"""
+import re
+import subprocess
+import sys
+
+# gpumem namespaces that are internal: nothing of them may be exported but the seams below.
+INTERNAL = re.compile(r"^gpumem::(detail|peak|driver|identity|abi|query|trace|publish|support|procfs|run|cli)::")
+SEAMS = {
+    "gpumem::detail::set_event_observer",
+    "gpumem::detail::set_footprint_reconciliation",
+    "gpumem::support::record_diagnostic",
+    "gpumem::driver::device_uuid",
+    "gpumem::procfs::pid_namespace",
+    "gpumem::procfs::namespace_pids",
+    "gpumem::procfs::in_initial_pid_namespace",
+    "gpumem::peak::acquire_exact",
+    "gpumem::peak::release_exact",
+    "gpumem::peak::exact_status",
+}
+# What the linker itself defines.
+LINKER = {"_init", "_fini", "__bss_start", "_edata", "_end"}
+PREFIXES = ("typeinfo for ", "typeinfo name for ", "vtable for ", "VTT for ",
+            "guard variable for ", "non-virtual thunk to ", "virtual thunk to ")
+# A (template) function's demangled name may start with its return type.
+RETURN_TYPE = re.compile(r"^(?:void|bool|char|int|long|unsigned|double|float|auto) ")
+
+
+def entity(name: str) -> str:
+    for prefix in PREFIXES:
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+    return RETURN_TYPE.sub("", name)
+
+
+def qualified(name: str) -> str:
+    """gpumem::support::record_diagnostic(std::string const&) -> gpumem::support::record_diagnostic"""
+    depth, out = 0, []
+    for ch in name:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth == 0:
+            break
+        if depth == 0 and ch not in "<>":
+            out.append(ch)
+    return re.sub(r"\[abi:[^]]*\]", "", "".join(out)).strip()
+
+
+def main() -> int:
+    library = sys.argv[1]
+    listing = subprocess.run(["nm", "-D", "--defined-only", "--demangle", library],
+                             check=True, capture_output=True, text=True).stdout
+    names = [line.split(" ", 2)[2] for line in listing.splitlines() if line.count(" ") >= 2]
+    public, seams, wrong = set(), set(), []
+    for name in names:
+        what = entity(name)
+        if what in LINKER or what.startswith(("std::", "__gnu_cxx::")):
+            continue
+        if not what.startswith("gpumem::"):
+            wrong.append(name)
+            continue
+        base = qualified(what)
+        if base in SEAMS:
+            seams.add(base)
+        elif INTERNAL.match(base):
+            wrong.append(name)
+        else:
+            public.add(base)
+    for needed in ("gpumem::gpu_mem_get", "gpumem::PeakCounter::read", "gpumem::GPUMemTrace::report"):
+        if needed not in public:
+            wrong.append(f"{needed} (public API) is not exported")
+    for seam in sorted(SEAMS - seams):
+        wrong.append(f"{seam} (a seam) is not exported")
+    if wrong:
+        print(f"{library}: {len(wrong)} symbols wrongly exported or missing:")
+        for name in wrong:
+            print("  " + name)
+        return 1
+    print(f"{library}: {len(public)} public names and {len(seams)} seams exported, nothing else of gpumem")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
