@@ -5,10 +5,10 @@
 #include <mutex>
 #include <thread>
 
+#include "gpumem/internal/clock.hpp"
 #include "gpumem/memory.hpp"
 #include "gpumem/peak.hpp"
 #include "peak/channels.hpp"
-#include "gpumem/internal/clock.hpp"
 
 namespace gpumem::peak {
 namespace {

@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "gpumem/diagnostics.hpp"
+#include "gpumem/internal/clock.hpp"
+#include "gpumem/internal/environment.hpp"
 #include "gpumem/publish.hpp"
 #include "identity/device_map.hpp"
 #include "publish/spool_files.hpp"
-#include "gpumem/internal/clock.hpp"
 #include "support/diagnostics_log.hpp"
-#include "gpumem/internal/environment.hpp"
 
 namespace gpumem {
 namespace {

@@ -11,8 +11,8 @@
 
 #include "gpumem/diagnostics.hpp"
 #include "gpumem/internal/clock.hpp"
-#include "support/diagnostics_log.hpp"
 #include "gpumem/internal/environment.hpp"
+#include "support/diagnostics_log.hpp"
 
 namespace gpumem::support {
 namespace {
