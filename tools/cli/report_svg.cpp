@@ -6,6 +6,7 @@
 #include "format.hpp"
 #include "report_output.hpp"
 #include "svg_plot.hpp"
+#include "svg_text.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -15,36 +16,6 @@ constexpr double kLeft = 260, kRight = 110, kTop = 64, kBottom = 48, kBar = 22, 
 constexpr const char* kMaximumColour = "#d62728";
 constexpr const char* kNodeColours[] = {"#1f77b4", "#2ca02c", "#9467bd", "#8c564b",
                                         "#17becf", "#bcbd22", "#7f7f7f", "#e377c2"};
-
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", value);
-  return text;
-}
-
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        // Control characters are not allowed in XML 1.0.
-        if (static_cast<unsigned char>(c) >= 0x20 || c == '\t') out += c;
-    }
-  }
-  return out;
-}
 
 struct Bar {
   std::string label;
@@ -128,19 +99,19 @@ std::string report_svg(const JobReport& report) {
       kTop + kBottom + static_cast<double>(std::max<std::size_t>(bars.size(), 1)) * (kBar + kGap);
   auto x_of = [&](double bytes) { return kLeft + plot_width * (bytes / unit.bytes) / axis_max; };
 
-  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + number(kWidth) +
-                    "\" height=\"" + number(height) + "\" viewBox=\"0 0 " + number(kWidth) + " " +
-                    number(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_number(kWidth) +
+                    "\" height=\"" + svg_number(height) + "\" viewBox=\"0 0 " + svg_number(kWidth) +
+                    " " + svg_number(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   out += "<text x=\"12\" y=\"22\" font-size=\"15\" font-weight=\"bold\">" +
-         escape(std::string("GPU memory peak per ") +
-                (per(report) == Per::rank   ? "rank"
-                 : per(report) == Per::node ? "node"
-                                            : "device") +
-                " (process footprint), mode " + report.mode +
-                (per(report) == Per::node
-                     ? ", " + std::to_string(report.ranks.size()) + " ranks: a bar per node"
-                     : std::string())) +
+         svg_escape(std::string("GPU memory peak per ") +
+                    (per(report) == Per::rank   ? "rank"
+                     : per(report) == Per::node ? "node"
+                                                : "device") +
+                    " (process footprint), mode " + report.mode +
+                    (per(report) == Per::node
+                         ? ", " + std::to_string(report.ranks.size()) + " ranks: a bar per node"
+                         : std::string())) +
          "</text>\n";
   std::string subtitle = "job maximum ";
   if (report.maximum) {
@@ -155,16 +126,16 @@ std::string report_svg(const JobReport& report) {
     subtitle += "none: no run used a measured GPU";
   }
   out += "<text x=\"12\" y=\"42\" fill=\"" + std::string(kMaximumColour) + "\">" +
-         escape(subtitle) + "</text>\n";
+         svg_escape(subtitle) + "</text>\n";
   const double bottom = height - kBottom;
   for (double tick : ticks) {
     const double x = x_of(tick * unit.bytes);
-    out += "<line x1=\"" + number(x) + "\" y1=\"" + number(kTop - 4) + "\" x2=\"" + number(x) +
-           "\" y2=\"" + number(bottom) + "\" stroke=\"#e0e0e0\"/>\n";
+    out += "<line x1=\"" + svg_number(x) + "\" y1=\"" + svg_number(kTop - 4) + "\" x2=\"" +
+           svg_number(x) + "\" y2=\"" + svg_number(bottom) + "\" stroke=\"#e0e0e0\"/>\n";
     char label[48];
     std::snprintf(label, sizeof label, "%g %s", tick, unit.name);
-    out += "<text x=\"" + number(x) + "\" y=\"" + number(bottom + 16) +
-           "\" text-anchor=\"middle\" fill=\"#555\">" + escape(label) + "</text>\n";
+    out += "<text x=\"" + svg_number(x) + "\" y=\"" + svg_number(bottom + 16) +
+           "\" text-anchor=\"middle\" fill=\"#555\">" + svg_escape(label) + "</text>\n";
   }
   for (std::size_t index = 0; index < bars.size(); ++index) {
     const Bar& bar = bars[index];
@@ -173,22 +144,22 @@ std::string report_svg(const JobReport& report) {
     const std::size_t colour = static_cast<std::size_t>(node - nodes.begin()) %
                                (sizeof kNodeColours / sizeof kNodeColours[0]);
     const std::string fill = bar.maximum ? kMaximumColour : kNodeColours[colour];
-    out += "<text x=\"" + number(kLeft - 8) + "\" y=\"" + number(y + kBar * 0.7) +
-           "\" text-anchor=\"end\">" + escape(bar.label) + "</text>\n";
-    out += "<rect x=\"" + number(kLeft) + "\" y=\"" + number(y) + "\" width=\"" +
-           number(std::max(0.0, x_of(static_cast<double>(bar.bytes)) - kLeft)) + "\" height=\"" +
-           number(kBar) + "\" fill=\"" + fill + "\"/>\n";
-    out += "<text x=\"" + number(x_of(static_cast<double>(bar.bytes)) + 6) + "\" y=\"" +
-           number(y + kBar * 0.7) + "\">" + escape(format_bytes(bar.bytes)) + "</text>\n";
+    out += "<text x=\"" + svg_number(kLeft - 8) + "\" y=\"" + svg_number(y + kBar * 0.7) +
+           "\" text-anchor=\"end\">" + svg_escape(bar.label) + "</text>\n";
+    out += "<rect x=\"" + svg_number(kLeft) + "\" y=\"" + svg_number(y) + "\" width=\"" +
+           svg_number(std::max(0.0, x_of(static_cast<double>(bar.bytes)) - kLeft)) +
+           "\" height=\"" + svg_number(kBar) + "\" fill=\"" + fill + "\"/>\n";
+    out += "<text x=\"" + svg_number(x_of(static_cast<double>(bar.bytes)) + 6) + "\" y=\"" +
+           svg_number(y + kBar * 0.7) + "\">" + svg_escape(format_bytes(bar.bytes)) + "</text>\n";
   }
   if (maximum > 0) {
     const double x = x_of(static_cast<double>(maximum));
-    out += "<line x1=\"" + number(x) + "\" y1=\"" + number(kTop - 8) + "\" x2=\"" + number(x) +
-           "\" y2=\"" + number(bottom) + "\" stroke=\"" + kMaximumColour +
+    out += "<line x1=\"" + svg_number(x) + "\" y1=\"" + svg_number(kTop - 8) + "\" x2=\"" +
+           svg_number(x) + "\" y2=\"" + svg_number(bottom) + "\" stroke=\"" + kMaximumColour +
            "\" stroke-dasharray=\"5,4\"/>\n";
   }
-  out += "<line x1=\"" + number(kLeft) + "\" y1=\"" + number(bottom) + "\" x2=\"" +
-         number(kWidth - kRight) + "\" y2=\"" + number(bottom) + "\" stroke=\"#333\"/>\n";
+  out += "<line x1=\"" + svg_number(kLeft) + "\" y1=\"" + svg_number(bottom) + "\" x2=\"" +
+         svg_number(kWidth - kRight) + "\" y2=\"" + svg_number(bottom) + "\" stroke=\"#333\"/>\n";
   out += "</svg>\n";
   return out;
 }

@@ -6,6 +6,7 @@
 
 #include "format.hpp"
 #include "step_coalescer.hpp"
+#include "svg_text.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -14,39 +15,10 @@ constexpr double kWidth = 860;
 constexpr double kPanelHeight = 320;
 constexpr double kLeft = 80, kRight = 30, kTop = 56, kBottom = 48;
 
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", value);
-  return text;
-}
-
 std::string tick_label(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", value);
   return text;
-}
-
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 struct Unit {
@@ -89,11 +61,11 @@ std::string step_path(std::vector<Step> steps, double x_max_s, double duration_s
   for (const Step& step : steps) per_pixel.add(step.time_ns, step.level);
   std::string path;
   for (const Step& step : per_pixel.steps()) {
-    const std::string sx = number(x(static_cast<double>(step.time_ns) / 1e9));
-    const std::string sy = number(y(static_cast<double>(step.level)));
+    const std::string sx = svg_number(x(static_cast<double>(step.time_ns) / 1e9));
+    const std::string sy = svg_number(y(static_cast<double>(step.level)));
     path += path.empty() ? "M" + sx + " " + sy : " H" + sx + " V" + sy;
   }
-  if (!path.empty()) path += " H" + number(x(duration_s));
+  if (!path.empty()) path += " H" + svg_number(x(duration_s));
   return path;
 }
 
@@ -127,8 +99,9 @@ std::string svg_plot(const RunResult& result, const std::vector<TimelineRow>& ti
   const std::size_t panels = std::max<std::size_t>(shown.size(), 1);
   const double height = kPanelHeight * static_cast<double>(panels);
   std::string svg = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + number(kWidth) + "\" height=\"" +
-         number(height) + "\" viewBox=\"0 0 " + number(kWidth) + " " + number(height) +
+  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_number(kWidth) +
+         "\" height=\"" + svg_number(height) + "\" viewBox=\"0 0 " + svg_number(kWidth) + " " +
+         svg_number(height) +
          "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   const double duration = std::max(result.elapsed_s, 1e-3);
@@ -154,29 +127,30 @@ std::string svg_plot(const RunResult& result, const std::vector<TimelineRow>& ti
     auto y = [&](double bytes) { return top + plot_height - bytes / y_max * plot_height; };
 
     svg += "<g class=\"device\" data-device=\"" + std::to_string(ordinal) + "\">\n";
-    svg += "<text x=\"" + number(kLeft) + "\" y=\"" + number(top - 30) +
+    svg += "<text x=\"" + svg_number(kLeft) + "\" y=\"" + svg_number(top - 30) +
            "\" font-size=\"15\" font-weight=\"bold\">GPU " + std::to_string(ordinal) + " · " +
-           escape(device.info.name) + " — peak " + escape(format_bytes(peak)) + " (" +
+           svg_escape(device.info.name) + " — peak " + svg_escape(format_bytes(peak)) + " (" +
            to_string(result.measured) + ")</text>\n";
     for (double tick : y_ticks) {
       const double ty = y(tick * unit.bytes);
-      svg += "<line x1=\"" + number(kLeft) + "\" x2=\"" + number(kLeft + plot_width) + "\" y1=\"" +
-             number(ty) + "\" y2=\"" + number(ty) + "\" stroke=\"#e6e6e6\"/>\n";
-      svg += "<text x=\"" + number(kLeft - 6) + "\" y=\"" + number(ty + 4) +
+      svg += "<line x1=\"" + svg_number(kLeft) + "\" x2=\"" + svg_number(kLeft + plot_width) +
+             "\" y1=\"" + svg_number(ty) + "\" y2=\"" + svg_number(ty) +
+             "\" stroke=\"#e6e6e6\"/>\n";
+      svg += "<text x=\"" + svg_number(kLeft - 6) + "\" y=\"" + svg_number(ty + 4) +
              "\" text-anchor=\"end\">" + tick_label(tick) + " " + unit.name + "</text>\n";
     }
     for (double tick : x_ticks) {
       const double tx = x(tick);
-      svg += "<line x1=\"" + number(tx) + "\" x2=\"" + number(tx) + "\" y1=\"" +
-             number(top + plot_height) + "\" y2=\"" + number(top + plot_height + 5) +
+      svg += "<line x1=\"" + svg_number(tx) + "\" x2=\"" + svg_number(tx) + "\" y1=\"" +
+             svg_number(top + plot_height) + "\" y2=\"" + svg_number(top + plot_height + 5) +
              "\" stroke=\"#444\"/>\n";
-      svg += "<text x=\"" + number(tx) + "\" y=\"" + number(top + plot_height + 19) +
+      svg += "<text x=\"" + svg_number(tx) + "\" y=\"" + svg_number(top + plot_height + 19) +
              "\" text-anchor=\"middle\">" + tick_label(tick) + "</text>\n";
     }
-    svg += "<text x=\"" + number(kLeft + plot_width / 2) + "\" y=\"" +
-           number(top + plot_height + 38) + "\" text-anchor=\"middle\">time (s)</text>\n";
-    svg += "<rect x=\"" + number(kLeft) + "\" y=\"" + number(top) + "\" width=\"" +
-           number(plot_width) + "\" height=\"" + number(plot_height) +
+    svg += "<text x=\"" + svg_number(kLeft + plot_width / 2) + "\" y=\"" +
+           svg_number(top + plot_height + 38) + "\" text-anchor=\"middle\">time (s)</text>\n";
+    svg += "<rect x=\"" + svg_number(kLeft) + "\" y=\"" + svg_number(top) + "\" width=\"" +
+           svg_number(plot_width) + "\" height=\"" + svg_number(plot_height) +
            "\" fill=\"none\" stroke=\"#444\"/>\n";
 
     double legend_x = kLeft;
@@ -191,10 +165,10 @@ std::string svg_plot(const RunResult& result, const std::vector<TimelineRow>& ti
              "\" fill=\"none\" stroke=\"" + style.color + "\" stroke-width=\"" + style.width +
              "\" stroke-linejoin=\"miter\" d=\"" +
              step_path(std::move(steps), x_max, duration, plot_width, x, y) + "\"/>\n";
-      svg += "<line x1=\"" + number(legend_x) + "\" x2=\"" + number(legend_x + 18) + "\" y1=\"" +
-             number(top - 10) + "\" y2=\"" + number(top - 10) + "\" stroke=\"" + style.color +
-             "\" stroke-width=\"3\"/>\n";
-      svg += "<text x=\"" + number(legend_x + 23) + "\" y=\"" + number(top - 6) + "\">" +
+      svg += "<line x1=\"" + svg_number(legend_x) + "\" x2=\"" + svg_number(legend_x + 18) +
+             "\" y1=\"" + svg_number(top - 10) + "\" y2=\"" + svg_number(top - 10) +
+             "\" stroke=\"" + style.color + "\" stroke-width=\"3\"/>\n";
+      svg += "<text x=\"" + svg_number(legend_x + 23) + "\" y=\"" + svg_number(top - 6) + "\">" +
              style.label + "</text>\n";
       legend_x += 40 + 6.5 * static_cast<double>(std::string(style.label).size());
     }
@@ -202,20 +176,20 @@ std::string svg_plot(const RunResult& result, const std::vector<TimelineRow>& ti
     // The peak: a dashed level across the panel, a dot where it happened, and its value.
     const double px = x(peak_time), py = y(double(peak));
     svg += "<g class=\"peak\" data-peak-bytes=\"" + std::to_string(peak) + "\">\n";
-    svg += "<line x1=\"" + number(kLeft) + "\" x2=\"" + number(kLeft + plot_width) + "\" y1=\"" +
-           number(py) + "\" y2=\"" + number(py) +
+    svg += "<line x1=\"" + svg_number(kLeft) + "\" x2=\"" + svg_number(kLeft + plot_width) +
+           "\" y1=\"" + svg_number(py) + "\" y2=\"" + svg_number(py) +
            "\" stroke=\"#d62728\" stroke-dasharray=\"5,4\" stroke-width=\"1\"/>\n";
-    svg += "<circle cx=\"" + number(px) + "\" cy=\"" + number(py) +
+    svg += "<circle cx=\"" + svg_number(px) + "\" cy=\"" + svg_number(py) +
            "\" r=\"5\" fill=\"#d62728\" stroke=\"white\" stroke-width=\"1.5\"/>\n";
     const bool label_left = px > kLeft + plot_width * 0.7;
-    svg += "<text x=\"" + number(px + (label_left ? -9 : 9)) + "\" y=\"" + number(py - 8) +
+    svg += "<text x=\"" + svg_number(px + (label_left ? -9 : 9)) + "\" y=\"" + svg_number(py - 8) +
            "\" text-anchor=\"" + (label_left ? "end" : "start") +
-           "\" font-weight=\"bold\" fill=\"#d62728\">peak " + escape(format_bytes(peak)) + " at " +
-           tick_label(std::round(peak_time * 1000) / 1000) + " s</text>\n";
+           "\" font-weight=\"bold\" fill=\"#d62728\">peak " + svg_escape(format_bytes(peak)) +
+           " at " + tick_label(std::round(peak_time * 1000) / 1000) + " s</text>\n";
     svg += "</g>\n</g>\n";
   }
   if (result.devices.empty()) {
-    svg += "<text x=\"" + number(kWidth / 2) + "\" y=\"" + number(height / 2) +
+    svg += "<text x=\"" + svg_number(kWidth / 2) + "\" y=\"" + svg_number(height / 2) +
            "\" text-anchor=\"middle\">no GPU was measured</text>\n";
   }
   svg += "</svg>\n";
