@@ -10,9 +10,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "gpumem/attribution.hpp"
 #include "gpumem/memory.hpp"
 
 namespace gpumem {
@@ -83,6 +85,10 @@ class PeakCounter {
   // Starts counting at once. `source` automatic picks the best that works for this process;
   // requesting exact where CUPTI is unavailable falls back to sampled (see source()).
   explicit PeakCounter(int device = current_device, Source source = Source::automatic);
+  // Attribution::on (or GPUMEM_ATTRIBUTE=1 in the environment) with the exact source: the
+  // counter also keeps the blocks live at its peak, with their allocating stacks (attribution.hpp).
+  // Another source has no blocks to keep: the counter then does not attribute.
+  PeakCounter(int device, Source source, Attribution attribution);
   ~PeakCounter();
   PeakCounter(PeakCounter&&) noexcept;
   PeakCounter& operator=(PeakCounter&&) noexcept;
@@ -93,6 +99,10 @@ class PeakCounter {
   PeakReading read() const;
   Source source() const noexcept;
   int device() const noexcept;
+  bool attributing() const noexcept;
+  // The blocks live when this counter's level last reached its peak (since its start or last
+  // reset), symbolized; nullopt when it does not attribute.
+  std::optional<AttributionSnapshot> peak_snapshot() const;
 
  private:
   struct State;

@@ -53,8 +53,9 @@ struct TraceOptions {
   bool on_exit_report = true;
   int device = current_device;
   Source source = Source::automatic;
-  bool no_cache = true;  // run the cache-release hooks before measuring endpoints (the seed's)
-  ReportSink sink;       // default: stdout
+  bool no_cache = true;    // run the cache-release hooks before measuring endpoints (the seed's)
+  bool attribute = false;  // keep the blocks live at the peak (peak_snapshot(); attribution.hpp)
+  ReportSink sink;         // default: stdout
 };
 
 class GPUMemTrace {
@@ -81,6 +82,9 @@ class GPUMemTrace {
   const std::optional<std::string>& ctx() const noexcept;
   Source source() const noexcept;
   std::string repr();  // "△Used Peaked MB:      0      0"
+  // The blocks live at the peak with their stacks, scoped by ctx; the one at stop() once
+  // stopped; nullopt unless the trace attributes (TraceOptions::attribute, exact source).
+  std::optional<AttributionSnapshot> peak_snapshot();
 
  private:
   struct State;
