@@ -14,7 +14,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libboost-dev libssl-dev libcrypt-dev libyaml-cpp-dev openssl
   pybind11-dev python3-pybind11 python3-dev python3-pytest python3-venv ipython3 python3-torch
-  prometheus tmux libunistring-dev libdw-dev libunwind-dev
+  prometheus tmux libunistring-dev libdw-dev libunwind8
 )
 missing=()
 for package in "${PACKAGES[@]}"; do

@@ -1,6 +1,9 @@
 #include "attribution/stacks.hpp"
 
+#include <dlfcn.h>
 #include <unwind.h>
+
+#include <algorithm>
 
 #include <atomic>
 #include <cstring>
@@ -74,9 +77,41 @@ bool same(const Stack& stack, const std::uintptr_t* native, std::size_t native_c
   return true;
 }
 
+// libunwind's unw_backtrace, loaded privately (RTLD_LOCAL): linked, or loaded globally, its own
+// _Unwind_RaiseException could take over the C++ exceptions of the whole program.
+using UnwBacktrace = int (*)(void** frames, int capacity);
+
+UnwBacktrace libunwind_backtrace() noexcept {
+  static const UnwBacktrace backtrace = []() -> UnwBacktrace {
+    void* library = ::dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) return nullptr;
+    return reinterpret_cast<UnwBacktrace>(::dlsym(library, "unw_backtrace"));
+  }();
+  return backtrace;
+}
+
 }  // namespace
 
-std::size_t capture_native(std::uintptr_t* frames, std::size_t capacity) noexcept {
+bool prepare_unwinder() noexcept {
+  return libunwind_backtrace() != nullptr;
+}
+
+[[gnu::noinline]] std::size_t capture_native(std::uintptr_t* frames,
+                                             std::size_t capacity) noexcept {
+  if (const UnwBacktrace backtrace = libunwind_backtrace()) {
+    // One more than asked: the first is this function's own frame.
+    void* raw[kMaxNativeFrames + 1];
+    const int limit = static_cast<int>(std::min(capacity, kMaxNativeFrames) + 1);
+    const int count = backtrace(raw, limit);
+    std::size_t kept = 0;
+    for (int i = 1; i < count; ++i) frames[kept++] = reinterpret_cast<std::uintptr_t>(raw[i]);
+    return kept;
+  }
+  return capture_native_compiler(frames, capacity);
+}
+
+[[gnu::noinline]] std::size_t capture_native_compiler(std::uintptr_t* frames,
+                                                      std::size_t capacity) noexcept {
   Unwinding unwinding{frames, capacity, 0, false};
   _Unwind_Backtrace(&on_frame, &unwinding);
   return unwinding.count;

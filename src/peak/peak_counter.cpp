@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "attribution/materialize.hpp"
+#include "attribution/stacks.hpp"
 #include "driver/cuda.hpp"
 #include "driver/nvml.hpp"
 #include "gpumem/device.hpp"
@@ -143,6 +144,7 @@ struct PeakCounter::State {
       channel->attach(slot);
       return;
     }
+    gpumem::attribution::prepare_unwinder();
     attribution_slot.device = device;
     if (peak::attribution::attach(*channel, slot, attribution_slot)) seed_attribution();
   }
