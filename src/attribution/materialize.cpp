@@ -126,7 +126,7 @@ AttributionSnapshot materialize(const RawMoment& moment) {
   snapshot.blocks.reserve(blocks.size());
   for (const BlockTree::Entry& entry : blocks) {
     LiveBlock block;
-    block.address = entry.key;
+    block.address = entry.key & ~(std::uint64_t{0xf} << 60);  // without a key's kind tag
     block.bytes = entry.info.bytes;
     block.kind = static_cast<BlockKind>(entry.info.kind);
     block.age_s = std::max(0.0, static_cast<double>(moment.time_ns - entry.info.time_ns) / 1e9);

@@ -27,8 +27,13 @@ inline bool active() noexcept {
   return g_attributing.load(std::memory_order_relaxed) > 0;
 }
 
+// Blocks that are not at a device address of their own (VMM physical memory) are keyed with a
+// tag above any device address; the document writes their key without it.
+inline constexpr std::uint64_t kVmmKeyTag = std::uint64_t{1} << 60;
+inline constexpr std::uint64_t kKeyTagMask = std::uint64_t{0xf} << 60;
+
 struct BlockEvent {
-  std::uint64_t key = 0;    // device address
+  std::uint64_t key = 0;    // device address, or a tagged key
   std::uint64_t bytes = 0;  // allocations
   std::uint32_t stack = 0;  // allocations: interned stack id
   std::uint8_t kind = 0;    // gpumem::BlockKind

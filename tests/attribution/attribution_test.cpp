@@ -2,6 +2,8 @@
 // allocate through the simulated driver), asserting the blocks and bytes the simulator holds.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <barrier>
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "driver/abi/cuda.hpp"
 #include "driver/cuda.hpp"
 #include "gpumem/allocate.hpp"
 #include "gpumem/attribution.hpp"
@@ -350,6 +353,60 @@ TEST(Attribution, TheDocumentHasTheDocumentedShape) {
   }
   EXPECT_EQ(sum, 500 * kMiB);
   EXPECT_TRUE(document["timeline"].is_array());
+}
+
+template <class Fn>
+Fn driver_symbol(const char* name) {
+  void* cuda = ::dlopen(gpumem::testing::sim_path("libcuda.so.1").c_str(), RTLD_NOW | RTLD_NOLOAD);
+  return cuda != nullptr ? reinterpret_cast<Fn>(::dlsym(cuda, name)) : nullptr;
+}
+
+// cuMemCreate's physical memory, mapped, released while mapped (it lives until the unmap).
+[[gnu::noinline]] gpumem::abi::CUmemGenericAllocationHandle create_physical(
+    gpumem::abi::CUdeviceptr* range) {
+  using namespace gpumem::abi;
+  CUmemAllocationProp prop{};
+  prop.type = 1;
+  prop.locationType = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.locationId = 0;
+  CUmemGenericAllocationHandle handle = 0;
+  using Reserve =
+      CUresult (*)(CUdeviceptr*, std::size_t, std::size_t, CUdeviceptr, unsigned long long);
+  EXPECT_EQ(driver_symbol<PFN_cuMemCreate>("cuMemCreate")(&handle, 64 * MiB, &prop, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(driver_symbol<Reserve>("cuMemAddressReserve")(range, 64 * MiB, 0, 0, 0), CUDA_SUCCESS);
+  EXPECT_EQ(driver_symbol<PFN_cuMemMap>("cuMemMap")(*range, 64 * MiB, 0, handle, 0), CUDA_SUCCESS);
+  EXPECT_EQ(driver_symbol<PFN_cuMemRelease>("cuMemRelease")(handle), CUDA_SUCCESS);
+  return handle;
+}
+
+TEST(Attribution, VmmPhysicalMemoryIsABlockUntilItIsUnmapped) {
+  using namespace gpumem::abi;
+  SimGpu gpu;
+  Cleanup cleanup;
+  gpumem::PeakCounter counter(0, gpumem::Source::exact, gpumem::Attribution::on);
+  spike();  // a current context, and 50 MiB of plain memory
+  CUdeviceptr range = 0;
+  create_physical(&range);
+  g_spike.clear();
+  const auto peak = counter.peak_snapshot();
+  ASSERT_TRUE(peak);
+  EXPECT_EQ(peak->live_bytes, 114 * kMiB);
+  EXPECT_EQ(held_by(*peak, "create_physical"), 64 * kMiB);
+  std::size_t vmm_blocks = 0;
+  for (const gpumem::LiveBlock& block : peak->blocks) {
+    if (block.kind == gpumem::BlockKind::vmm) {
+      ++vmm_blocks;
+      EXPECT_EQ(block.bytes, 64 * MiB);
+    }
+  }
+  EXPECT_EQ(vmm_blocks, 1u);
+  ASSERT_EQ(driver_symbol<PFN_cuMemUnmap>("cuMemUnmap")(range, 64 * MiB), CUDA_SUCCESS);
+  counter.reset();
+  const auto after = counter.peak_snapshot();
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->live_bytes, 0);
+  EXPECT_TRUE(after->blocks.empty());
 }
 
 std::size_t python_frames(gpumem::PythonFrame* frames, std::size_t capacity) noexcept {
