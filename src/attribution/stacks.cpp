@@ -81,7 +81,21 @@ bool same(const Stack& stack, const std::uintptr_t* native, std::size_t native_c
 // _Unwind_RaiseException could take over the C++ exceptions of the whole program.
 using UnwBacktrace = int (*)(void** frames, int capacity);
 
+// libunwind's per-thread trace cache frees itself in the last round of a thread's TSD
+// destructors, after ThreadSanitizer has finished the thread (a crash in TSan's runtime): a TSan
+// build unwinds with the compiler's unwinder.
+#if defined(__SANITIZE_THREAD__)
+#define GPUMEM_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GPUMEM_TSAN 1
+#endif
+#endif
+
 UnwBacktrace libunwind_backtrace() noexcept {
+#ifdef GPUMEM_TSAN
+  return nullptr;
+#endif
   static const UnwBacktrace backtrace = []() -> UnwBacktrace {
     void* library = ::dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) return nullptr;
