@@ -80,16 +80,20 @@ struct CallbackPair {
   }
 };
 
-// attribution: 0 off (the baseline: today's path), 1 on (an attributing counter alive).
+// attribution: 0 off (the baseline: today's path), 1 on; counters: how many counters (each
+// attributing when attribution is on) are alive.
 void BM_AllocationEvent(benchmark::State& state) {
   const bool attributing = state.range(0) != 0;
+  const auto counters = static_cast<std::size_t>(state.range(1));
   peak::Channel* channel = peak::channel(peak::Stream::exact, 0);
-  peak::CounterSlot slot;
-  peak::attribution::Slot attribution_slot;
-  if (attributing) {
-    peak::attribution::attach(*channel, slot, attribution_slot);
-  } else {
-    channel->attach(slot);
+  std::vector<peak::CounterSlot> slots(counters);
+  std::vector<peak::attribution::Slot> attribution_slots(counters);
+  for (std::size_t i = 0; i < counters; ++i) {
+    if (attributing) {
+      peak::attribution::attach(*channel, slots[i], attribution_slots[i]);
+    } else {
+      channel->attach(slots[i]);
+    }
   }
   CallbackPair pair(1ull << 40);
   const int depth = std::max(1, kStackFrames - runner_frames());
@@ -99,13 +103,19 @@ void BM_AllocationEvent(benchmark::State& state) {
   at_depth(depth, body);
   per_event(state, state.iterations() * 2);
   state.counters["frames"] = kStackFrames;
-  if (attributing) {
-    peak::attribution::detach(*channel, slot, attribution_slot);
-  } else {
-    channel->detach(slot);
+  for (std::size_t i = 0; i < counters; ++i) {
+    if (attributing) {
+      peak::attribution::detach(*channel, slots[i], attribution_slots[i]);
+    } else {
+      channel->detach(slots[i]);
+    }
   }
 }
-BENCHMARK(BM_AllocationEvent)->ArgName("attribution")->Arg(0)->Arg(1);
+BENCHMARK(BM_AllocationEvent)
+    ->ArgNames({"attribution", "counters"})
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->Args({1, 64});
 
 // unwinder: 0 the compiler's _Unwind_Backtrace, 1 libunwind's unw_backtrace (the library's).
 void BM_CaptureStack(benchmark::State& state) {
