@@ -76,7 +76,7 @@ Node* own(Node* node) {
   return copy;
 }
 
-const Node* find(const Node* node, std::uint64_t key) noexcept {
+const Node* find_node(const Node* node, std::uint64_t key) noexcept {
   while (node != nullptr && node->key != key) node = key < node->key ? node->left : node->right;
   return node;
 }
@@ -150,7 +150,7 @@ BlockTree::~BlockTree() {
 }
 
 void BlockTree::insert(std::uint64_t key, const BlockInfo& info) {
-  if (const Node* existing = find(root_, key)) {
+  if (const Node* existing = find_node(root_, key)) {
     if (existing->info.bytes == info.bytes && existing->info.stack == info.stack &&
         existing->info.kind == info.kind && existing->info.time_ns == info.time_ns) {
       return;
@@ -164,17 +164,22 @@ void BlockTree::insert(std::uint64_t key, const BlockInfo& info) {
 }
 
 void BlockTree::insert_if_absent(std::uint64_t key, const BlockInfo& info) {
-  if (find(root_, key) == nullptr) insert(key, info);
+  if (find_node(root_, key) == nullptr) insert(key, info);
 }
 
 bool BlockTree::erase(std::uint64_t key) {
-  const Node* existing = find(root_, key);
+  const Node* existing = find_node(root_, key);
   if (existing == nullptr) return false;
   const std::uint64_t bytes = existing->info.bytes;
   root_ = attribution::erase(root_, key);
   --size_;
   bytes_ -= bytes;
   return true;
+}
+
+const BlockInfo* BlockTree::find(std::uint64_t key) const noexcept {
+  const Node* node = find_node(root_, key);
+  return node != nullptr ? &node->info : nullptr;
 }
 
 void BlockTree::clear() noexcept {

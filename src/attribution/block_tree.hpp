@@ -39,6 +39,7 @@ class BlockTree {
   // Inserts only when the key is absent.
   void insert_if_absent(std::uint64_t key, const BlockInfo& info);
   bool erase(std::uint64_t key);
+  const BlockInfo* find(std::uint64_t key) const noexcept;  // valid until the next change
   void clear() noexcept;
   std::size_t size() const noexcept { return size_; }
   std::uint64_t bytes() const noexcept { return bytes_; }

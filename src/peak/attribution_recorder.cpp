@@ -6,6 +6,8 @@
 
 #include "peak/channels.hpp"
 
+using gpumem::attribution::BlockInfo;
+
 namespace gpumem::peak::attribution {
 namespace {
 
@@ -147,7 +149,16 @@ void record(Channel& channel, int device, std::int64_t delta, const BlockEvent* 
   const std::lock_guard lock(r.mutex);
   if (event != nullptr) {
     try {
-      if (event->allocation) {
+      if (event->resize) {
+        const BlockInfo* known = r.tree.find(event->key);
+        BlockInfo info{event->bytes, known ? known->time_ns : now_ns(),
+                       known && known->stack != 0 ? known->stack : event->stack, event->kind};
+        if (event->bytes == 0) {
+          r.tree.erase(event->key);
+        } else {
+          r.tree.insert(event->key, info);
+        }
+      } else if (event->allocation) {
         r.tree.insert(event->key, {event->bytes, now_ns(), event->stack, event->kind});
       } else {
         r.tree.erase(event->key);

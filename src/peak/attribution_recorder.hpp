@@ -30,6 +30,8 @@ inline bool active() noexcept {
 // Blocks that are not at a device address of their own (VMM physical memory) are keyed with a
 // tag above any device address; the document writes their key without it.
 inline constexpr std::uint64_t kVmmKeyTag = std::uint64_t{1} << 60;
+inline constexpr std::uint64_t kPoolKeyTag = std::uint64_t{2} << 60;   // | the pool handle
+inline constexpr std::uint64_t kGraphKeyTag = std::uint64_t{3} << 60;  // | the device
 inline constexpr std::uint64_t kKeyTagMask = std::uint64_t{0xf} << 60;
 
 struct BlockEvent {
@@ -38,6 +40,9 @@ struct BlockEvent {
   std::uint32_t stack = 0;  // allocations: interned stack id
   std::uint8_t kind = 0;    // gpumem::BlockKind
   bool allocation = false;  // false: a free of `key`
+  // A reservation (a pool's, the graph memory's) now `bytes` large (0: gone); its stack and time
+  // are kept from when it was first seen, the stack taken from `stack` if it had none.
+  bool resize = false;
 };
 
 // An attributing counter's peak.

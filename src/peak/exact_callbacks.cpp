@@ -385,13 +385,13 @@ struct InFlightExit {
 
 void account_exact(int device, std::int64_t delta, const attribution::BlockEvent* event) noexcept {
   Channel* target = channel(Stream::exact, device);
-  if (target == nullptr || delta == 0) return;
+  if (target == nullptr || (delta == 0 && event == nullptr)) return;
   if (attribution::active()) {
     attribution::record(*target, device, delta, event);
-  } else {
+  } else if (delta != 0) {
     target->add(delta);
   }
-  detail::notify_event_observer(device, delta);
+  if (delta != 0) detail::notify_event_observer(device, delta);
 }
 
 void on_driver_call(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,

@@ -409,6 +409,56 @@ TEST(Attribution, VmmPhysicalMemoryIsABlockUntilItIsUnmapped) {
   EXPECT_TRUE(after->blocks.empty());
 }
 
+// A stream-ordered allocation from the device's default pool, freed at once: the pool keeps it.
+[[gnu::noinline]] void pooled_scratch() {
+  using namespace gpumem::abi;
+  CUdeviceptr block = 0;
+  ASSERT_EQ(driver_symbol<PFN_cuMemAllocAsync>("cuMemAllocAsync")(&block, 24 * MiB, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(driver_symbol<PFN_cuMemFreeAsync>("cuMemFreeAsync")(block, nullptr), CUDA_SUCCESS);
+}
+
+TEST(Attribution, APoolsReservationIsABlockNamedByWhatMadeItGrow) {
+  using namespace gpumem::abi;
+  SimGpu gpu;
+  Cleanup cleanup;
+  spike();  // a current context
+  gpumem::PeakCounter counter(0, gpumem::Source::exact, gpumem::Attribution::on);
+  pooled_scratch();
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(driver_symbol<PFN_cuDeviceGetMemPool>("cuDeviceGetMemPool")(&pool, 0), CUDA_SUCCESS);
+  std::uint64_t reserved = 0;
+  ASSERT_EQ(driver_symbol<PFN_cuMemPoolGetAttribute>("cuMemPoolGetAttribute")(
+                pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved),
+            CUDA_SUCCESS);
+  ASSERT_GE(reserved, 24 * MiB);
+  const auto snapshot = counter.peak_snapshot();
+  ASSERT_TRUE(snapshot);
+  std::uint64_t pool_bytes = 0;
+  for (const gpumem::LiveBlock& block : snapshot->blocks) {
+    if (block.kind == gpumem::BlockKind::pool) pool_bytes += block.bytes;
+  }
+  EXPECT_EQ(pool_bytes, reserved);  // what the simulated driver reserves for the pool
+  EXPECT_EQ(held_by(*snapshot, "pooled_scratch"), static_cast<std::int64_t>(reserved));
+  // The spike was allocated before any exact counter subscribed: no event saw it, and it is
+  // only in the level (reconciled from NVML), not a block.
+  EXPECT_EQ(snapshot->live_bytes, static_cast<std::int64_t>(reserved));
+  EXPECT_GE(snapshot->level_bytes, snapshot->live_bytes);
+}
+
+TEST(Attribution, TheEnvironmentTurnsItOnForEveryExactCounter) {
+  SimGpu gpu;
+  Cleanup cleanup;
+  ::setenv("GPUMEM_ATTRIBUTE", "1", 1);
+  gpumem::PeakCounter counter(0, gpumem::Source::exact);
+  ::unsetenv("GPUMEM_ATTRIBUTE");
+  EXPECT_TRUE(counter.attributing());
+  spike();
+  const auto snapshot = counter.peak_snapshot();
+  ASSERT_TRUE(snapshot);
+  EXPECT_EQ(held_by(*snapshot, "spike"), 50 * kMiB);
+}
+
 std::size_t python_frames(gpumem::PythonFrame* frames, std::size_t capacity) noexcept {
   if (capacity < 2) return 0;
   frames[0] = {"forward", "model.py", 17};
