@@ -446,6 +446,59 @@ TEST(Attribution, APoolsReservationIsABlockNamedByWhatMadeItGrow) {
   EXPECT_GE(snapshot->level_bytes, snapshot->live_bytes);
 }
 
+// A graph that allocates 5 MiB, instantiated and launched: the device's graph reservation grows.
+[[gnu::noinline]] void graph_step() {
+  using namespace gpumem::abi;
+  using GraphCreate = CUresult (*)(CUgraph*, unsigned);
+  using AddAlloc = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, std::size_t,
+                                CUDA_MEM_ALLOC_NODE_PARAMS*);
+  using AddFree = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, std::size_t, CUdeviceptr);
+  using Instantiate = CUresult (*)(CUgraphExec*, CUgraph, unsigned long long);
+  using Launch = CUresult (*)(CUgraphExec, CUstream);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(driver_symbol<GraphCreate>("cuGraphCreate")(&graph, 0), CUDA_SUCCESS);
+  CUDA_MEM_ALLOC_NODE_PARAMS params{};
+  params.poolProps.allocType = 1;
+  params.poolProps.location = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  params.bytesize = 5 * MiB;
+  CUgraphNode node = nullptr;
+  ASSERT_EQ(driver_symbol<AddAlloc>("cuGraphAddMemAllocNode")(&node, graph, nullptr, 0, &params),
+            CUDA_SUCCESS);
+  ASSERT_EQ(driver_symbol<AddFree>("cuGraphAddMemFreeNode")(&node, graph, nullptr, 0, params.dptr),
+            CUDA_SUCCESS);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(driver_symbol<Instantiate>("cuGraphInstantiateWithFlags")(&exec, graph, 0),
+            CUDA_SUCCESS);
+  ASSERT_EQ(driver_symbol<Launch>("cuGraphLaunch")(exec, nullptr), CUDA_SUCCESS);
+}
+
+TEST(Attribution, TheGraphReservationIsABlockUntilTrimmed) {
+  using namespace gpumem::abi;
+  SimGpu gpu;
+  Cleanup cleanup;
+  spike();  // a current context
+  g_spike.clear();
+  gpumem::PeakCounter counter(0, gpumem::Source::exact, gpumem::Attribution::on);
+  graph_step();
+  std::uint64_t reserved = 0;
+  ASSERT_EQ(driver_symbol<PFN_cuDeviceGetGraphMemAttribute>("cuDeviceGetGraphMemAttribute")(
+                0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved),
+            CUDA_SUCCESS);
+  ASSERT_GT(reserved, 0u);
+  using Trim = CUresult (*)(CUdevice);
+  ASSERT_EQ(driver_symbol<Trim>("cuDeviceGraphMemTrim")(0), CUDA_SUCCESS);
+  const auto peak = counter.peak_snapshot();
+  ASSERT_TRUE(peak);
+  ASSERT_EQ(peak->blocks.size(), 1u);
+  EXPECT_EQ(peak->blocks.front().kind, gpumem::BlockKind::graph);
+  EXPECT_EQ(peak->blocks.front().bytes, reserved);
+  EXPECT_EQ(held_by(*peak, "graph_step"), static_cast<std::int64_t>(reserved));
+  counter.reset();
+  const auto trimmed = counter.peak_snapshot();
+  ASSERT_TRUE(trimmed);
+  EXPECT_TRUE(trimmed->blocks.empty());
+}
+
 TEST(Attribution, TheEnvironmentTurnsItOnForEveryExactCounter) {
   SimGpu gpu;
   Cleanup cleanup;
