@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <barrier>
 #include <cstdlib>
 #include <filesystem>
@@ -230,6 +231,40 @@ TEST(Attribution, ThreadsAllocatingAtOnceAreAllInThePeak) {
   EXPECT_EQ(held_by(*snapshot, "thread_worker"), 64 * kMiB);
   EXPECT_EQ(snapshot->level_bytes, counter.read().peak_bytes);
   EXPECT_EQ(counter.read().current_bytes, counter.read().start_bytes);
+}
+
+[[gnu::noinline]] void churn(std::atomic<bool>& stop) {
+  std::vector<DeviceAllocation> held;
+  while (!stop.load()) {
+    for (int i = 0; i < 4; ++i) held.push_back(gpumem::device_allocate(1 * MiB, 0));
+    held.clear();
+  }
+}
+
+TEST(Attribution, CountersStartingAndResettingWhileThreadsAllocateStayConsistent) {
+  SimGpu gpu;
+  gpumem::PeakCounter outer(0, gpumem::Source::exact, gpumem::Attribution::on);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) threads.emplace_back([&] { churn(stop); });
+  for (int round = 0; round < 50; ++round) {
+    gpumem::PeakCounter inner(0, gpumem::Source::exact, gpumem::Attribution::on);
+    if (round % 2 == 0) inner.reset();
+    const auto snapshot = inner.peak_snapshot();
+    ASSERT_TRUE(snapshot);
+    // The tree and the level move as one: what the blocks name is never more than the level,
+    // and never more than two threads hold (4 MiB each).
+    EXPECT_LE(snapshot->live_bytes, snapshot->level_bytes);
+    EXPECT_LE(snapshot->live_bytes, 8 * kMiB);
+    for (const gpumem::LiveBlock& block : snapshot->blocks) EXPECT_EQ(block.bytes, MiB);
+  }
+  stop = true;
+  for (std::thread& thread : threads) thread.join();
+  const auto snapshot = outer.peak_snapshot();
+  ASSERT_TRUE(snapshot);
+  EXPECT_LE(snapshot->live_bytes, snapshot->level_bytes);
+  EXPECT_EQ(snapshot->level_bytes, outer.read().peak_bytes);
+  EXPECT_EQ(held_by(*snapshot, "churn"), snapshot->live_bytes);
 }
 
 TEST(Attribution, AnOutOfMemoryIsRecordedWithTheRequestAndWhoHeldTheMost) {
