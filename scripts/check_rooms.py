@@ -24,7 +24,8 @@ ROOMS = {
     "driver": ["support"],  # dlopen'ed NVIDIA libraries
     "identity": ["driver"],  # CUDA ordinal -> NVML device
     "query": ["identity"],  # fastai.utils.mem's queries, devices, hooks
-    "peak": ["identity"],  # the peak engine and its sources
+    "attribution": [],  # live blocks and their stacks, for peak snapshots
+    "peak": ["identity", "attribution"],  # the peak engine and its sources
     "publish": ["identity"],  # the spool files the exporter reads
     "trace": ["peak", "query"],  # GPUMemTrace and its report
 }

@@ -16,6 +16,7 @@ PACKAGES=(
   pybind11-dev python3-pybind11 python3-dev python3-pytest python3-venv ipython3 python3-torch
   prometheus tmux libunistring-dev
   dpkg-dev file pkgconf python3-markdown-it
+  libdw-dev libunwind8
 )
 missing=()
 for package in "${PACKAGES[@]}"; do

@@ -32,9 +32,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "gpumem/attribution.hpp"
 #include "gpumem/memory.hpp"
 
 // The public API: exported from libgpumem.so (everything else in it is hidden).
@@ -136,6 +138,14 @@ class PeakCounter {
    */
   explicit PeakCounter(int device = current_device, Source source = Source::automatic);
   /// Stops counting; releases the CUPTI subscription or sampler thread if it was the last user.
+  /**
+   * @brief Starts counting at once, keeping the blocks live at the peak when asked.
+   * @param attribution Attribution::on (or GPUMEM_ATTRIBUTE=1 in the environment) with the exact
+   * source: the counter also keeps the blocks live at its peak, with their allocating stacks
+   * (attribution.hpp). Another source has no blocks to keep: the counter then does not attribute.
+   * @throws std::bad_alloc when the counter cannot be allocated; never for a missing GPU
+   */
+  PeakCounter(int device, Source source, Attribution attribution);
   ~PeakCounter();
   PeakCounter(PeakCounter&&) noexcept;
   PeakCounter& operator=(PeakCounter&&) noexcept;
@@ -150,6 +160,10 @@ class PeakCounter {
   Source source() const noexcept;
   /// @return the CUDA ordinal counted
   int device() const noexcept;
+  bool attributing() const noexcept;
+  // The blocks live when this counter's level last reached its peak (since its start or last
+  // reset), symbolized; nullopt when it does not attribute.
+  std::optional<AttributionSnapshot> peak_snapshot() const;
 
  private:
   struct State;

@@ -99,6 +99,8 @@ struct TraceOptions {
   Source source = Source::automatic;
   /// Run the cache-release hooks before measuring endpoints, as fastai.utils.mem did.
   bool no_cache = true;
+  /// Keep the blocks live at the peak (peak_snapshot(); attribution.hpp).
+  bool attribute = false;
   ReportSink sink;  ///< where report lines go; stdout when empty
 };
 
@@ -145,6 +147,11 @@ class GPUMemTrace {
   Source source() const noexcept;
   /// @return the report line without context: "△Used Peaked MB:      0      0"
   std::string repr();
+  /**
+   * @return the blocks live at the peak with their stacks, scoped by ctx (the one at stop() once
+   * stopped); std::nullopt unless the trace attributes (TraceOptions::attribute, exact source)
+   */
+  std::optional<AttributionSnapshot> peak_snapshot();
 
  private:
   struct State;

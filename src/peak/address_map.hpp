@@ -29,6 +29,20 @@ class AddressMap {
   std::vector<Block> erase_device(int device);
   void clear();
   std::size_t size() const;
+  // Calls fn(key, block) for every block, one shard locked at a time.
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    for (Shard& each : shards_) {
+      each.lock.lock();
+      try {
+        each.table.for_each(fn);
+      } catch (...) {
+        each.lock.unlock();
+        throw;
+      }
+      each.lock.unlock();
+    }
+  }
 
  private:
   static constexpr std::size_t kShards = 64;

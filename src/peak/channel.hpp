@@ -77,6 +77,8 @@ class alignas(64) Channel {
   // The hot path of an absolute source (a sampler): the level is now `level`.
   void set_level(std::int64_t level) noexcept;
   std::int64_t level() const noexcept { return level_of(word_.load(std::memory_order_relaxed)); }
+  // The level an event's step reached.
+  static std::int64_t level(Step step) noexcept { return level_of(step.word); }
 
   // Control operations: each takes the control mutex and costs O(live counters).
   void attach(CounterSlot& slot);

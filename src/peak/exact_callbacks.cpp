@@ -3,12 +3,16 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "attribution/stacks.hpp"
 #include "driver/cuda.hpp"
+#include "gpumem/attribution.hpp"
 #include "gpumem/device.hpp"
+#include "peak/attribution_recorder.hpp"
 #include "peak/channels.hpp"
 #include "peak/event_observer_call.hpp"
 #include "peak/footprint.hpp"
 #include "peak/in_flight.hpp"
+#include "peak/oom_record.hpp"
 #include "peak/vmm_tracker.hpp"
 
 namespace gpumem::peak {
@@ -71,6 +75,27 @@ void count(const Block& block, std::int64_t delta) noexcept {
   if (Channel* target = channel(Stream::managed, block.device)) target->add(delta);
 }
 
+// A plain block allocated or freed: in attribution mode it also enters or leaves the device's
+// live-block tree, with the allocating stack.
+void count_block(const Block& block, std::uint64_t address, bool allocation) noexcept {
+  const auto delta = static_cast<std::int64_t>(block.size);
+  if (block.managed || !attribution::active()) return count(block, allocation ? delta : -delta);
+  attribution::BlockEvent event;
+  event.key = address;
+  event.allocation = allocation;
+  if (allocation) {
+    event.bytes = block.size;
+    event.kind = static_cast<std::uint8_t>(BlockKind::device);
+    event.stack = gpumem::attribution::capture_stack();
+  }
+  account_exact(block.device, allocation ? delta : -delta, &event);
+}
+
+bool out_of_memory(const CUpti_CallbackData& call) noexcept {
+  return call.functionReturnValue != nullptr &&
+         *static_cast<const CUresult*>(call.functionReturnValue) == CUDA_ERROR_OUT_OF_MEMORY;
+}
+
 // Whether the runtime call this thread is in reached the driver's own callbacks: real CUDA may
 // or may not raise driver-domain callbacks for the runtime's calls, so a runtime call counts
 // itself only where no driver callback came (never twice, never missed).
@@ -83,11 +108,18 @@ void driver_event() noexcept {
 
 void allocated(const CUpti_CallbackData& call, std::uint64_t address, std::uint64_t size,
                bool managed) {
-  if (call.callbackSite != CUPTI_API_EXIT || !succeeded(call) || size == 0) return;
+  if (call.callbackSite != CUPTI_API_EXIT) return;
+  if (!succeeded(call)) {
+    if (out_of_memory(call)) {
+      allocation_failed(event_device(call), size, managed ? BlockKind::managed : BlockKind::device);
+    }
+    return;
+  }
+  if (size == 0) return;
   driver_event();
   const Block block{size, event_device(call), managed};
   traced_addresses().insert(address, block);
-  count(block, static_cast<std::int64_t>(size));
+  count_block(block, address, true);
 }
 
 // EXIT of a free whose block was stashed at ENTER: counted if the free succeeded, else back in
@@ -97,7 +129,7 @@ void freed(const CUpti_CallbackData& call, AddressMap& map, std::uint64_t key) {
   if ((stashed & kStashValid) == 0) return;
   const Block block = unstash(stashed);
   if (succeeded(call)) {
-    count(block, -static_cast<std::int64_t>(block.size));
+    count_block(block, key, false);
   } else if ((stashed & kStashFromMap) != 0) {
     map.insert(key, block);
   }
@@ -164,6 +196,9 @@ void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& data) {
       for (const Block& block : traced_addresses().erase_device(device)) {
         count(block, -static_cast<std::int64_t>(block.size));
       }
+      if (attribution::active()) {
+        attribution::forget_kind(device, static_cast<std::uint8_t>(BlockKind::device));
+      }
       footprint::current_pool_changed(device);
       return;
     }
@@ -171,6 +206,9 @@ void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& data) {
       return;
   }
 }
+
+// The runtime's cudaErrorMemoryAllocation.
+constexpr int kCudaErrorMemoryAllocation = 2;
 
 // Runtime calls: only where the driver's callbacks did not see the call.
 void on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData& call) {
@@ -184,17 +222,22 @@ void on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData& call) {
   switch (cbid) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020: {
       const auto& params = *static_cast<const cudaMalloc_v3020_params*>(call.functionParams);
+      if (!succeeded(call) && call.functionReturnValue != nullptr &&
+          *static_cast<const int*>(call.functionReturnValue) == kCudaErrorMemoryAllocation) {
+        return allocation_failed(device, params.size, BlockKind::device);
+      }
       if (params.devPtr == nullptr || !succeeded(call) || params.size == 0) return;
       const Block block{params.size, device, false};
-      traced_addresses().insert(reinterpret_cast<std::uint64_t>(*params.devPtr), block);
-      return count(block, static_cast<std::int64_t>(block.size));
+      const auto address = reinterpret_cast<std::uint64_t>(*params.devPtr);
+      traced_addresses().insert(address, block);
+      return count_block(block, address, true);
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020: {
       const auto& params = *static_cast<const cudaFree_v3020_params*>(call.functionParams);
       if (!succeeded(call)) return;
-      if (const std::optional<Block> block =
-              traced_addresses().erase(reinterpret_cast<std::uint64_t>(params.devPtr))) {
-        count(*block, -static_cast<std::int64_t>(block->size));
+      const auto address = reinterpret_cast<std::uint64_t>(params.devPtr);
+      if (const std::optional<Block> block = traced_addresses().erase(address)) {
+        count_block(*block, address, false);
       }
       return;
     }
@@ -238,7 +281,11 @@ void dispatch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
       const auto& params = params_of<cuMemAllocPitch_v2_params>(call);
       if (params.dptr != nullptr && params.pPitch != nullptr) {
-        allocated(call, *params.dptr, *params.pPitch * params.Height, false);
+        // A failed call sets no pitch: the request is the unpadded rows.
+        allocated(
+            call, *params.dptr,
+            succeeded(call) ? *params.pPitch * params.Height : params.WidthInBytes * params.Height,
+            false);
       }
       return;
     }
@@ -336,11 +383,15 @@ struct InFlightExit {
   }
 };
 
-void account_exact(int device, std::int64_t delta) noexcept {
+void account_exact(int device, std::int64_t delta, const attribution::BlockEvent* event) noexcept {
   Channel* target = channel(Stream::exact, device);
-  if (target == nullptr || delta == 0) return;
-  target->add(delta);
-  detail::notify_event_observer(device, delta);
+  if (target == nullptr || (delta == 0 && event == nullptr)) return;
+  if (attribution::active()) {
+    attribution::record(*target, device, delta, event);
+  } else if (delta != 0) {
+    target->add(delta);
+  }
+  if (delta != 0) detail::notify_event_observer(device, delta);
 }
 
 void on_driver_call(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,

@@ -9,9 +9,15 @@ namespace gpumem::peak {
 void on_driver_call(void* userdata, abi::CUpti_CallbackDomain domain, abi::CUpti_CallbackId cbid,
                     const void* data) noexcept;
 
+namespace attribution {
+struct BlockEvent;
+}
+
 // The one way the exact source moves a device's level (the process footprint): its channel, and
-// the event observer.
-void account_exact(int device, std::int64_t delta) noexcept;
+// the event observer; in attribution mode, under the device's recorder with `event`'s change to
+// its live blocks (nullptr: a change no block names).
+void account_exact(int device, std::int64_t delta,
+                   const attribution::BlockEvent* event = nullptr) noexcept;
 
 // The driver-domain callbacks the exact source enables: every call that allocates or frees
 // device memory, maps or unmaps it, or can change what pools and graphs reserve.

@@ -7,10 +7,13 @@
 #include <mutex>
 #include <vector>
 
+#include "attribution/stacks.hpp"
 #include "driver/cuda.hpp"
+#include "gpumem/attribution.hpp"
 #include "gpumem/device.hpp"
 #include "gpumem/internal/event_observer.hpp"
 #include "gpumem/peak.hpp"
+#include "peak/attribution_recorder.hpp"
 #include "peak/channels.hpp"
 #include "peak/exact_callbacks.hpp"
 #include "peak/in_flight.hpp"
@@ -56,11 +59,29 @@ bool valid(int device) noexcept {
 
 // Moves the level by `delta` attributed to pools or graphs. What NVML had already shown of it
 // was counted as `other`: that part moves from one to the other rather than rising twice.
-void attribute(DeviceState& device_state, int device, std::int64_t delta) noexcept {
+// In attribution mode a reservation is a block too (`key`, now `total` bytes), with the stack of
+// the call that first made it grow.
+void attribute(DeviceState& device_state, int device, std::int64_t delta, std::uint64_t key,
+               std::int64_t total, BlockKind kind) noexcept {
   if (!valid(device) || delta == 0) return;
   const std::int64_t moved = delta > 0 ? std::min(delta, device_state.other) : 0;
   device_state.other -= moved;
-  account_exact(device, delta - moved);
+  if (!attribution::active()) return account_exact(device, delta - moved);
+  attribution::BlockEvent event;
+  event.key = key;
+  event.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, total));
+  event.kind = static_cast<std::uint8_t>(kind);
+  event.resize = true;
+  if (delta > 0) event.stack = gpumem::attribution::capture_stack();
+  account_exact(device, delta - moved, &event);
+}
+
+std::uint64_t pool_key(CUmemoryPool pool) noexcept {
+  return attribution::kPoolKeyTag |
+         (reinterpret_cast<std::uintptr_t>(pool) & ~attribution::kKeyTagMask);
+}
+std::uint64_t graph_key(int device) noexcept {
+  return attribution::kGraphKeyTag | static_cast<std::uint64_t>(device);
 }
 
 std::optional<std::int64_t> pool_reservation(CUmemoryPool pool) noexcept {
@@ -78,7 +99,8 @@ std::optional<std::int64_t> pool_reservation(CUmemoryPool pool) noexcept {
 void refresh(State& s, Pool& pool) noexcept {
   const std::optional<std::int64_t> reserved = pool_reservation(pool.pool);
   if (!reserved) return;
-  attribute(s.devices[pool.device], pool.device, *reserved - pool.counted);
+  attribute(s.devices[pool.device], pool.device, *reserved - pool.counted, pool_key(pool.pool),
+            *reserved, BlockKind::pool);
   pool.counted = *reserved;
 }
 
@@ -116,7 +138,8 @@ void refresh_graphs_locked(State& s, int device) noexcept {
     return;
   }
   DeviceState& device_state = s.devices[device];
-  attribute(device_state, device, static_cast<std::int64_t>(reserved) - device_state.graphs);
+  attribute(device_state, device, static_cast<std::int64_t>(reserved) - device_state.graphs,
+            graph_key(device), static_cast<std::int64_t>(reserved), BlockKind::graph);
   device_state.graphs = static_cast<std::int64_t>(reserved);
   device_state.graphs_seen = true;
   s.any_reservation.store(true, std::memory_order_relaxed);
@@ -159,7 +182,9 @@ void pool_destroyed(CUmemoryPool pool) noexcept {
   const auto found = std::find_if(s.pools.begin(), s.pools.end(),
                                   [&](const Pool& known) { return known.pool == pool; });
   if (found == s.pools.end()) return;
-  account_exact(found->device, -found->counted);
+  attribution::BlockEvent gone;
+  gone.key = pool_key(pool);
+  account_exact(found->device, -found->counted, attribution::active() ? &gone : nullptr);
   for (DeviceState& device_state : s.devices) {
     if (device_state.current_pool == pool) device_state.current_pool = nullptr;
   }

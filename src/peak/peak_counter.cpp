@@ -1,14 +1,21 @@
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <string_view>
 
+#include "attribution/materialize.hpp"
+#include "attribution/stacks.hpp"
 #include "driver/cuda.hpp"
 #include "driver/nvml.hpp"
 #include "gpumem/device.hpp"
 #include "gpumem/internal/exact_source.hpp"
 #include "gpumem/peak.hpp"
+#include "peak/attribution_recorder.hpp"
 #include "peak/channels.hpp"
+#include "peak/exact_callbacks.hpp"
 #include "peak/footprint.hpp"
+#include "peak/oom_record.hpp"
 #include "peak/sampler.hpp"
 
 namespace gpumem {
@@ -43,6 +50,24 @@ std::optional<std::int64_t> device_used(int device) noexcept {
 std::int64_t reserved_bytes(int device) noexcept {
   const auto memory = gpu_mem_get_bytes(device);
   return memory ? static_cast<std::int64_t>(memory->total - memory->free - memory->used) : 0;
+}
+
+// GPUMEM_ATTRIBUTE=1 (or true, on, yes): every exact counter of the process attributes.
+bool attribution_from_environment() noexcept {
+  static const bool enabled = [] {
+    const char* value = std::getenv("GPUMEM_ATTRIBUTE");
+    if (value == nullptr) return false;
+    const std::string_view text(value);
+    return text == "1" || text == "true" || text == "on" || text == "yes";
+  }();
+  return enabled;
+}
+
+// The blocks already live when attribution begins: named without a stack.
+void seed_attribution() {
+  peak::traced_addresses().for_each([](std::uint64_t key, const peak::Block& block) {
+    if (!block.managed) peak::attribution::seed(block.device, key, block.size);
+  });
 }
 
 }  // namespace
@@ -88,8 +113,11 @@ struct PeakCounter::State {
   bool device_used_known = false;
   std::int64_t device_used_start = 0;
   std::int64_t device_used_peak = 0;  // the highest device reading in the window
+  bool attributing = false;
+  peak::attribution::Slot attribution_slot;
 
-  State(int requested_device, Source requested) : device(resolve_device(requested_device)) {
+  State(int requested_device, Source requested, Attribution attribution)
+      : device(resolve_device(requested_device)) {
     source = choose(requested);
     switch (source) {
       case Source::exact:
@@ -110,11 +138,23 @@ struct PeakCounter::State {
       return;
     }
     rebaseline();
-    channel->attach(slot);
+    attributing = source == Source::exact &&
+                  (attribution == Attribution::on || attribution_from_environment());
+    if (!attributing) {
+      channel->attach(slot);
+      return;
+    }
+    gpumem::attribution::prepare_unwinder();
+    attribution_slot.device = device;
+    if (peak::attribution::attach(*channel, slot, attribution_slot)) seed_attribution();
   }
 
   ~State() {
-    if (channel != nullptr) channel->detach(slot);
+    if (channel != nullptr && attributing) {
+      peak::attribution::detach(*channel, slot, attribution_slot);
+    } else if (channel != nullptr) {
+      channel->detach(slot);
+    }
     release_source();
   }
 
@@ -171,7 +211,22 @@ struct PeakCounter::State {
   void reset() {
     if (channel == nullptr) return;
     rebaseline();
+    if (attributing) return peak::attribution::restart(*channel, slot, attribution_slot);
     channel->restart(slot);
+  }
+
+  std::optional<AttributionSnapshot> peak_snapshot() {
+    if (!attributing) return std::nullopt;
+    refresh();  // as a read: what the driver holds is in the level first
+    peak::attribution::RawSnapshot raw = peak::attribution::peak_of(attribution_slot);
+    attribution::RawMoment moment;
+    moment.what = "peak";
+    moment.device = device;
+    moment.time_ns = raw.time_ns;
+    moment.level = raw.level;
+    moment.blocks = std::move(raw.blocks);
+    moment.device_identity = peak::snapshot_device(device);
+    return attribution::materialize(moment);
   }
 
   PeakReading read() {
@@ -211,7 +266,9 @@ struct PeakCounter::State {
 };
 
 PeakCounter::PeakCounter(int device, Source source)
-    : state_(std::make_unique<State>(device, source)) {}
+    : state_(std::make_unique<State>(device, source, Attribution::off)) {}
+PeakCounter::PeakCounter(int device, Source source, Attribution attribution)
+    : state_(std::make_unique<State>(device, source, attribution)) {}
 PeakCounter::~PeakCounter() = default;
 PeakCounter::PeakCounter(PeakCounter&&) noexcept = default;
 PeakCounter& PeakCounter::operator=(PeakCounter&&) noexcept = default;
@@ -230,6 +287,14 @@ Source PeakCounter::source() const noexcept {
 
 int PeakCounter::device() const noexcept {
   return state_ ? state_->device : 0;
+}
+
+bool PeakCounter::attributing() const noexcept {
+  return state_ && state_->attributing;
+}
+
+std::optional<AttributionSnapshot> PeakCounter::peak_snapshot() const {
+  return state_ ? state_->peak_snapshot() : std::nullopt;
 }
 
 void report_allocation(int device, std::size_t bytes) noexcept {

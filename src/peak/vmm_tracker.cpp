@@ -6,6 +6,9 @@
 #include <utility>
 #include <vector>
 
+#include "attribution/stacks.hpp"
+#include "gpumem/attribution.hpp"
+#include "peak/attribution_recorder.hpp"
 #include "peak/exact_callbacks.hpp"
 
 namespace gpumem::peak::vmm {
@@ -45,12 +48,25 @@ thread_local std::uint64_t t_releasing = 0;
 thread_local CUmemGenericAllocationHandle t_releasing_handle = 0;
 thread_local std::vector<std::pair<CUdeviceptr, Mapping>> t_unmapping;
 
+// In attribution mode a physical allocation is a block of kind vmm, keyed apart from device
+// addresses by its id (cuMemCreate's handle values may be reused while it is still mapped).
+std::uint64_t block_key(std::uint64_t id) noexcept {
+  return attribution::kVmmKeyTag | id;
+}
+
 // Requires the mutex. Uncounts the allocation once nothing holds it.
 void settle(State& s, std::uint64_t id) {
   const auto found = s.physical.find(id);
   if (found == s.physical.end()) return;
   if (found->second.references > 0 || found->second.mappings > 0) return;
-  account_exact(found->second.device, -static_cast<std::int64_t>(found->second.bytes));
+  const auto delta = -static_cast<std::int64_t>(found->second.bytes);
+  if (attribution::active()) {
+    attribution::BlockEvent event;
+    event.key = block_key(id);
+    account_exact(found->second.device, delta, &event);
+  } else {
+    account_exact(found->second.device, delta);
+  }
   s.physical.erase(found);
 }
 
@@ -62,6 +78,15 @@ void created(CUmemGenericAllocationHandle handle, std::uint64_t bytes, int devic
   const std::uint64_t id = s.next_id++;
   s.physical[id] = Physical{bytes, device, 1, 0};
   s.handles[handle] = id;
+  if (attribution::active()) {
+    attribution::BlockEvent event;
+    event.key = block_key(id);
+    event.bytes = bytes;
+    event.kind = static_cast<std::uint8_t>(BlockKind::vmm);
+    event.stack = gpumem::attribution::capture_stack();
+    event.allocation = true;
+    return account_exact(device, static_cast<std::int64_t>(bytes), &event);
+  }
   account_exact(device, static_cast<std::int64_t>(bytes));
 }
 

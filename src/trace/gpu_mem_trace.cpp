@@ -23,8 +23,9 @@ TraceBytes to_trace_bytes(const PeakReading& reading) {
 
 struct GPUMemTrace::State {
   TraceOptions options;
-  std::optional<PeakCounter> counter;  // present while running
-  TraceBytes frozen;                   // the data at stop()
+  std::optional<PeakCounter> counter;                  // present while running
+  TraceBytes frozen;                                   // the data at stop()
+  std::optional<AttributionSnapshot> frozen_snapshot;  // the peak snapshot at stop()
 
   explicit State(TraceOptions given) : options(std::move(given)) {
     if (!options.sink) options.sink = stdout_sink();
@@ -60,13 +61,16 @@ void GPUMemTrace::start() {
   if (state_->counter) {
     state_->counter->reset();
   } else {
-    state_->counter.emplace(state_->options.device, state_->options.source);
+    state_->frozen_snapshot.reset();
+    state_->counter.emplace(state_->options.device, state_->options.source,
+                            state_->options.attribute ? Attribution::on : Attribution::off);
   }
 }
 
 void GPUMemTrace::stop() {
   if (!state_->counter) return;
   state_->frozen = state_->measure();
+  state_->frozen_snapshot = peak_snapshot();
   // Stopped traces hold no CUPTI subscription and no sampler thread.
   state_->counter.reset();
 }
@@ -147,6 +151,13 @@ TraceScope::~TraceScope() {
     if (trace_.on_exit_report()) trace_.report("exit");
   } catch (...) {
   }
+}
+
+std::optional<AttributionSnapshot> GPUMemTrace::peak_snapshot() {
+  if (!state_->counter) return state_->frozen_snapshot;
+  std::optional<AttributionSnapshot> snapshot = state_->counter->peak_snapshot();
+  if (snapshot) snapshot->scope = state_->options.ctx;
+  return snapshot;
 }
 
 }  // namespace gpumem

@@ -1,0 +1,212 @@
+// Attribution's cost, each figure beside its baseline in the same run:
+// - an allocation + free through the CUPTI callback path with attribution off (the baseline) and
+//   on, called from a 32-frame native stack;
+// - capturing that stack with the compiler's unwinder (_Unwind_Backtrace, what the library uses)
+//   and with libunwind's unw_backtrace (the library's choice);
+// - symbolizing 10,000 unique return addresses (libdw), cache cleared each time;
+// - the memory of 1M live blocks, and of 1,000 peak snapshots of them.
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "attribution/block_tree.hpp"
+#include "attribution/stacks.hpp"
+#include "attribution/symbolize.hpp"
+#include "driver/abi/cupti.hpp"
+#include "gpumem/memory.hpp"
+#include "peak/attribution_recorder.hpp"
+#include "peak/channels.hpp"
+#include "peak/exact_callbacks.hpp"
+
+namespace {
+
+using namespace gpumem;
+
+constexpr int kStackFrames = 32;
+
+void per_event(benchmark::State& state, std::int64_t events) {
+  state.counters["per_event"] = benchmark::Counter(
+      static_cast<double>(events), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+// Calls fn at `depth` frames below the caller, so that a capture sees a known stack.
+template <class Fn>
+[[gnu::noinline]] void at_depth(int depth, Fn& fn) {
+  if (depth <= 1) {
+    fn();
+  } else {
+    at_depth(depth - 1, fn);
+  }
+  benchmark::ClobberMemory();  // not a tail call: every level keeps its frame
+}
+
+// How many frames below the benchmark body's caller are already there (the runner's).
+int runner_frames() {
+  std::uintptr_t frames[attribution::kMaxNativeFrames];
+  return static_cast<int>(attribution::capture_native(frames, attribution::kMaxNativeFrames));
+}
+
+// An allocation and its free through the exact source's CUPTI callback, as the driver calls it.
+struct CallbackPair {
+  abi::CUdeviceptr address;
+  abi::cuMemAlloc_v2_params alloc{&address, 4096};
+  abi::cuMemFree_v2_params release{};
+  abi::CUresult ok = abi::CUDA_SUCCESS;
+  std::uint64_t correlation = 0;
+  abi::CUpti_CallbackData call{};
+  explicit CallbackPair(abi::CUdeviceptr at) : address(at) {
+    release.dptr = at;
+    call.functionReturnValue = &ok;
+    call.correlationData = &correlation;
+    call.contextUid = 1;
+  }
+  void operator()() {
+    call.callbackSite = abi::CUPTI_API_EXIT;
+    call.functionParams = &alloc;
+    peak::on_driver_call(nullptr, abi::CUPTI_CB_DOMAIN_DRIVER_API,
+                         abi::CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &call);
+    call.callbackSite = abi::CUPTI_API_ENTER;
+    call.functionParams = &release;
+    peak::on_driver_call(nullptr, abi::CUPTI_CB_DOMAIN_DRIVER_API,
+                         abi::CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &call);
+    call.callbackSite = abi::CUPTI_API_EXIT;
+    peak::on_driver_call(nullptr, abi::CUPTI_CB_DOMAIN_DRIVER_API,
+                         abi::CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &call);
+  }
+};
+
+// attribution: 0 off (the baseline: today's path), 1 on; counters: how many counters (each
+// attributing when attribution is on) are alive.
+void BM_AllocationEvent(benchmark::State& state) {
+  const bool attributing = state.range(0) != 0;
+  const auto counters = static_cast<std::size_t>(state.range(1));
+  peak::Channel* channel = peak::channel(peak::Stream::exact, 0);
+  std::vector<peak::CounterSlot> slots(counters);
+  std::vector<peak::attribution::Slot> attribution_slots(counters);
+  for (std::size_t i = 0; i < counters; ++i) {
+    if (attributing) {
+      peak::attribution::attach(*channel, slots[i], attribution_slots[i]);
+    } else {
+      channel->attach(slots[i]);
+    }
+  }
+  CallbackPair pair(1ull << 40);
+  const int depth = std::max(1, kStackFrames - runner_frames());
+  auto body = [&] {
+    for (auto _ : state) pair();
+  };
+  at_depth(depth, body);
+  per_event(state, state.iterations() * 2);
+  state.counters["frames"] = kStackFrames;
+  for (std::size_t i = 0; i < counters; ++i) {
+    if (attributing) {
+      peak::attribution::detach(*channel, slots[i], attribution_slots[i]);
+    } else {
+      channel->detach(slots[i]);
+    }
+  }
+}
+BENCHMARK(BM_AllocationEvent)
+    ->ArgNames({"attribution", "counters"})
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->Args({1, 64});
+
+// unwinder: 0 the compiler's _Unwind_Backtrace, 1 libunwind's unw_backtrace (the library's).
+void BM_CaptureStack(benchmark::State& state) {
+  attribution::prepare_unwinder();
+  const int depth = std::max(1, kStackFrames - runner_frames());
+  std::uintptr_t frames[attribution::kMaxNativeFrames];
+  std::size_t captured = 0;
+  auto body = [&] {
+    for (auto _ : state) {
+      captured = state.range(0) == 0
+                     ? attribution::capture_native_compiler(frames, attribution::kMaxNativeFrames)
+                     : attribution::capture_native(frames, attribution::kMaxNativeFrames);
+      benchmark::DoNotOptimize(frames);
+    }
+  };
+  at_depth(depth, body);
+  state.counters["frames"] = static_cast<double>(captured);
+  state.SetLabel(state.range(0) == 0 ? "_Unwind_Backtrace" : "unw_backtrace");
+}
+BENCHMARK(BM_CaptureStack)->ArgName("unwinder")->Arg(0)->Arg(1);
+
+// Capture + interning of a stack already seen (what an allocation pays beyond the event).
+void BM_CaptureAndIntern(benchmark::State& state) {
+  const int depth = std::max(1, kStackFrames - runner_frames());
+  auto body = [&] {
+    for (auto _ : state) benchmark::DoNotOptimize(attribution::capture_stack());
+  };
+  at_depth(depth, body);
+}
+BENCHMARK(BM_CaptureAndIntern);
+
+// 10,000 unique return addresses in this program's code (every 16th byte from a function of
+// the library), symbolized with a cleared cache each iteration.
+void BM_Symbolize10000Frames(benchmark::State& state) {
+  std::vector<std::uintptr_t> addresses;
+  const auto base = reinterpret_cast<std::uintptr_t>(&gpumem::gpu_mem_get_bytes);
+  for (std::uintptr_t i = 0; i < 10000; ++i) addresses.push_back(base + 16 * i + 1);
+  attribution::symbolize(addresses);  // the first loads the DWARF of the program
+  std::size_t named = 0;
+  for (auto _ : state) {
+    attribution::forget_symbols();
+    const auto frames = attribution::symbolize(addresses);
+    named = 0;
+    for (const auto& frame : frames) named += frame.function ? 1 : 0;
+  }
+  state.counters["named"] = static_cast<double>(named);
+  state.SetLabel("per 10,000 unique frames");
+}
+BENCHMARK(BM_Symbolize10000Frames)->Unit(benchmark::kMillisecond);
+
+// 1M live blocks, then 1,000 new peaks each kept as a snapshot while the tree moves on.
+void BM_SnapshotMemory1MBlocks(benchmark::State& state) {
+  constexpr std::uint64_t kBlocks = 1'000'000;
+  constexpr int kSnapshots = 1000;
+  for (auto _ : state) {
+    const std::size_t base = attribution::BlockTree::nodes_alive();
+    attribution::BlockTree tree;
+    for (std::uint64_t i = 1; i <= kBlocks; ++i) tree.insert(i << 21, {4096, 0, 1, 0});
+    const std::size_t live = attribution::BlockTree::nodes_alive() - base;
+    std::vector<attribution::Root> snapshots;
+    for (int i = 0; i < kSnapshots; ++i) {
+      snapshots.push_back(tree.share());
+      tree.insert((kBlocks + 1 + static_cast<std::uint64_t>(i)) << 21, {4096, 0, 1, 0});
+    }
+    const std::size_t with_snapshots = attribution::BlockTree::nodes_alive() - base;
+    const double node = static_cast<double>(attribution::BlockTree::node_bytes());
+    state.counters["MiB_1M_blocks"] = static_cast<double>(live) * node / (1 << 20);
+    state.counters["bytes_per_block"] = static_cast<double>(live) * node / kBlocks;
+    state.counters["bytes_per_snapshot"] =
+        static_cast<double>(with_snapshots - live - kSnapshots) * node / kSnapshots;
+    state.counters["full_copy_bytes"] = static_cast<double>(live) * node;  // the baseline
+    for (attribution::Root root : snapshots) attribution::BlockTree::release(root);
+  }
+}
+BENCHMARK(BM_SnapshotMemory1MBlocks)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string sim = GPUMEM_SIM_DIR;
+  const std::string state =
+      "/tmp/gpumem-bench-attribution-" + std::to_string(::getpid()) + ".state";
+  ::setenv("GPUMEM_SIM_STATE", state.c_str(), 1);
+  ::setenv("GPUMEM_SIM_CONFIG", R"({"devices": [{"name": "NVIDIA H200", "context_mib": 0}]})", 1);
+  ::setenv("GPUMEM_NVML_LIBRARY", (sim + "/libnvidia-ml.so.1").c_str(), 1);
+  ::setenv("GPUMEM_CUDA_LIBRARY", (sim + "/libcuda.so.1").c_str(), 1);
+  ::setenv("GPUMEM_CUPTI_LIBRARY", (sim + "/libcupti.so.13").c_str(), 1);
+  gpumem::preload();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  std::remove(state.c_str());
+  return 0;
+}

@@ -1,0 +1,160 @@
+#include "attribution/symbolize.hpp"
+
+#include <cxxabi.h>
+#include <elfutils/libdwfl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+
+namespace gpumem::attribution {
+namespace {
+
+std::optional<std::string> demangle(const char* name) {
+  if (name == nullptr) return std::nullopt;
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> demangled(
+      abi::__cxa_demangle(name, nullptr, nullptr, &status), &std::free);
+  if (status == 0 && demangled) return std::string(demangled.get());
+  return std::string(name);
+}
+
+class Session {
+ public:
+  Session() {
+    callbacks_.find_elf = dwfl_linux_proc_find_elf;
+    callbacks_.find_debuginfo = dwfl_standard_find_debuginfo;
+    callbacks_.debuginfo_path = nullptr;
+  }
+  ~Session() { close(); }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  NativeFrame resolve(std::uintptr_t return_address) {
+    NativeFrame frame;
+    frame.address = return_address;
+    const Dwarf_Addr pc = return_address > 0 ? return_address - 1 : 0;
+    Dwfl_Module* module = find(pc);
+    if (module == nullptr) return frame;
+    // The module's name is the path the process mapped it from.
+    if (const char* path = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                            nullptr, nullptr)) {
+      frame.module = path;
+    }
+    frame.function = demangle(dwfl_module_addrname(module, pc));
+    if (Dwfl_Line* line = dwfl_module_getsrc(module, pc)) {
+      int number = 0;
+      if (const char* file = dwfl_lineinfo(line, nullptr, &number, nullptr, nullptr, nullptr)) {
+        frame.file = file;
+        frame.line = number;
+      }
+    }
+    return frame;
+  }
+
+ private:
+  // The module of an address; the process's mappings are re-read once when it is new (a library
+  // loaded since).
+  Dwfl_Module* find(Dwarf_Addr pc) {
+    if (dwfl_ == nullptr && !open()) return nullptr;
+    if (Dwfl_Module* module = dwfl_addrmodule(dwfl_, pc)) return module;
+    close();
+    if (!open()) return nullptr;
+    return dwfl_addrmodule(dwfl_, pc);
+  }
+  bool open() {
+    dwfl_ = dwfl_begin(&callbacks_);
+    if (dwfl_ == nullptr) return false;
+    dwfl_report_begin(dwfl_);
+    const int reported = dwfl_linux_proc_report(dwfl_, ::getpid());
+    dwfl_report_end(dwfl_, nullptr, nullptr);
+    if (reported != 0) {
+      close();
+      return false;
+    }
+    return true;
+  }
+  void close() {
+    if (dwfl_ != nullptr) dwfl_end(dwfl_);
+    dwfl_ = nullptr;
+  }
+
+  Dwfl_Callbacks callbacks_{};
+  Dwfl* dwfl_ = nullptr;
+};
+
+struct Cache {
+  std::mutex mutex;
+  Session session;
+  std::unordered_map<std::uintptr_t, NativeFrame> frames;
+};
+
+Cache& cache() {
+  static Cache* const instance = new Cache;
+  return *instance;
+}
+
+NativeFrame lookup(Cache& c, std::uintptr_t address) {
+  const auto found = c.frames.find(address);
+  if (found != c.frames.end()) return found->second;
+  NativeFrame frame = c.session.resolve(address);
+  c.frames.emplace(address, frame);
+  return frame;
+}
+
+std::string_view basename(std::string_view path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+}  // namespace
+
+NativeFrame symbolize(std::uintptr_t return_address) {
+  Cache& c = cache();
+  const std::lock_guard lock(c.mutex);
+  return lookup(c, return_address);
+}
+
+std::vector<NativeFrame> symbolize(const std::vector<std::uintptr_t>& return_addresses) {
+  Cache& c = cache();
+  const std::lock_guard lock(c.mutex);
+  std::vector<NativeFrame> frames;
+  frames.reserve(return_addresses.size());
+  for (const std::uintptr_t address : return_addresses) frames.push_back(lookup(c, address));
+  return frames;
+}
+
+bool is_tooling_frame(const NativeFrame& frame) {
+  if (frame.module) {
+    const std::string_view name = basename(*frame.module);
+    for (const std::string_view library :
+         {"libcuda.", "libcupti.", "libcudart.", "libnvidia-", "libgpumem"}) {
+      if (starts_with(name, library)) return true;
+    }
+  }
+  // gpumem linked statically: its functions by namespace.
+  return frame.function && starts_with(*frame.function, "gpumem::");
+}
+
+bool is_interpreter_frame(const NativeFrame& frame) {
+  if (frame.function &&
+      (starts_with(*frame.function, "_PyEval_") || starts_with(*frame.function, "PyEval_"))) {
+    return true;
+  }
+  return frame.module && starts_with(basename(*frame.module), "libpython");
+}
+
+void forget_symbols() {
+  Cache& c = cache();
+  const std::lock_guard lock(c.mutex);
+  c.frames.clear();
+}
+
+}  // namespace gpumem::attribution
