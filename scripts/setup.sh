@@ -15,6 +15,7 @@ PACKAGES=(
   libboost-dev libssl-dev libcrypt-dev libyaml-cpp-dev openssl
   pybind11-dev python3-pybind11 python3-dev python3-pytest python3-venv ipython3 python3-torch
   prometheus tmux libunistring-dev
+  protobuf-compiler libprotobuf-dev zlib1g-dev golang-go chromium
 )
 missing=()
 for package in "${PACKAGES[@]}"; do

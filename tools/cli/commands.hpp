@@ -12,6 +12,7 @@ void add_list_command(CLI::App& app, int& exit_code);
 void add_watch_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, int& exit_code);
 void add_report_command(CLI::App& app, int& exit_code);
-void add_serve_command(CLI::App& app, int& exit_code);  // tools/serve
+void add_attribution_command(CLI::App& app, int& exit_code);  // attribution/command.cpp
+void add_serve_command(CLI::App& app, int& exit_code);        // tools/serve
 
 }  // namespace gpumem::cli
