@@ -20,8 +20,7 @@ DocumentBuilder::DocumentBuilder() {
            {"timeline", nlohmann::json::array()}};
 }
 
-std::size_t DocumentBuilder::frame(const std::string& function, const std::string& file,
-                                   int line) {
+std::size_t DocumentBuilder::frame(const std::string& function, const std::string& file, int line) {
   json_["frames"].push_back({{"function", function},
                              {"file", file.empty() ? nlohmann::json() : nlohmann::json(file)},
                              {"line", file.empty() ? nlohmann::json() : nlohmann::json(line)},
@@ -49,16 +48,17 @@ std::size_t DocumentBuilder::stack(const std::vector<std::size_t>& frames) {
 
 std::size_t DocumentBuilder::snapshot(const std::string& what, std::int64_t level, int device,
                                       double time_s) {
-  json_["snapshots"].push_back({{"what", what},
-                                {"scope", what == "peak" ? nlohmann::json("run") : nlohmann::json()},
-                                {"pid", 4242},
-                                {"device", device},
-                                {"time_s", time_s},
-                                {"level_bytes", level},
-                                {"live_bytes", 0},
-                                {"blocks", nlohmann::json::array()},
-                                {"failure", nullptr},
-                                {"other_processes", nlohmann::json::array()}});
+  json_["snapshots"].push_back(
+      {{"what", what},
+       {"scope", what == "peak" ? nlohmann::json("run") : nlohmann::json()},
+       {"pid", 4242},
+       {"device", device},
+       {"time_s", time_s},
+       {"level_bytes", level},
+       {"live_bytes", 0},
+       {"blocks", nlohmann::json::array()},
+       {"failure", nullptr},
+       {"other_processes", nlohmann::json::array()}});
   return json_["snapshots"].size() - 1;
 }
 
@@ -126,7 +126,11 @@ DocumentBuilder known_document() {
   doc.block(oom, 50 * kMiB, static_cast<long long>(weights));
   doc.failure(oom, 16ll << 30, static_cast<long long>(training), 1ll << 30, 150754820096ll);
   doc.other_process(oom, 777, "other-job", 130ll << 30);
-  doc.steps(0, {{0.0, 0}, {0.5, 100 * kMiB}, {1.0, 150 * kMiB}, {1.25, 200 * kMiB}, {1.3, 150 * kMiB},
+  doc.steps(0, {{0.0, 0},
+                {0.5, 100 * kMiB},
+                {1.0, 150 * kMiB},
+                {1.25, 200 * kMiB},
+                {1.3, 150 * kMiB},
                 {1.6, 0}});
   return doc;
 }

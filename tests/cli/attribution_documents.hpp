@@ -23,8 +23,8 @@ class DocumentBuilder {
   std::size_t snapshot(const std::string& what, std::int64_t level, int device = 0,
                        double time_s = 1.0);
   // A block in the snapshot; `stack` -1: none captured. live_bytes follows.
-  void block(std::size_t snapshot, std::int64_t bytes, long long stack, const std::string& kind = "device",
-             int pid = 4242);
+  void block(std::size_t snapshot, std::int64_t bytes, long long stack,
+             const std::string& kind = "device", int pid = 4242);
   void failure(std::size_t snapshot, std::int64_t bytes, long long stack, std::int64_t free_bytes,
                std::int64_t total_bytes);
   void other_process(std::size_t snapshot, int pid, const std::string& name, std::int64_t used);

@@ -20,7 +20,9 @@ std::string error_of(const std::string& text) {
   return error;
 }
 
-std::string error_of(DocumentBuilder& doc) { return error_of(doc.text()); }
+std::string error_of(DocumentBuilder& doc) {
+  return error_of(doc.text());
+}
 
 TEST(AttributionReader, ReadsEveryFieldOfTheKnownDocument) {
   std::string error;
@@ -70,14 +72,17 @@ TEST(AttributionReader, WrittenBackItReadsTheSame) {
 TEST(AttributionReader, BadFilesNameTheFileAndWhatIsWrong) {
   const std::string text = known_document().text();
   EXPECT_EQ(error_of(""), "snap.json: empty (still being written, or cut short?)");
-  EXPECT_NE(error_of(text.substr(0, text.size() / 2)).find("snap.json: not valid JSON: it ends early"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(text.substr(0, text.size() / 2)).find("snap.json: not valid JSON: it ends early"),
+      std::string::npos);
   EXPECT_NE(error_of("{\"schema\": trux, \"a\": 1}").find("snap.json: not valid JSON at byte"),
             std::string::npos);
   EXPECT_EQ(error_of("[1, 2]"), "snap.json: not a gpumem attribution document (not a JSON object)");
-  EXPECT_NE(error_of("{\"schema\": \"gpumem.run/1\"}").find("schema \"gpumem.run/1\" is not an attribution document"),
+  EXPECT_NE(error_of("{\"schema\": \"gpumem.run/1\"}")
+                .find("schema \"gpumem.run/1\" is not an attribution document"),
             std::string::npos);
-  EXPECT_NE(error_of("{\"schema\": \"gpumem.attribution/2\"}").find("a version this gpumem does not read"),
+  EXPECT_NE(error_of("{\"schema\": \"gpumem.attribution/2\"}")
+                .find("a version this gpumem does not read"),
             std::string::npos);
   EXPECT_NE(error_of("{}").find("no \"schema\""), std::string::npos);
 }
@@ -135,19 +140,18 @@ TEST(AttributionReader, IndicesOutOfRangeAreErrors) {
   {
     DocumentBuilder doc = known_document();
     doc.json()["snapshots"][0]["blocks"][1]["stack"] = 9;
-    EXPECT_EQ(error_of(doc), "snap.json: snapshots[0].blocks[1].stack: 9 is out of range (3 stacks)");
+    EXPECT_EQ(error_of(doc),
+              "snap.json: snapshots[0].blocks[1].stack: 9 is out of range (3 stacks)");
   }
   {
     DocumentBuilder doc = known_document();
     doc.json()["snapshots"][1]["failure"]["stack"] = 3;
-    EXPECT_EQ(error_of(doc),
-              "snap.json: snapshots[1].failure.stack: 3 is out of range (3 stacks)");
+    EXPECT_EQ(error_of(doc), "snap.json: snapshots[1].failure.stack: 3 is out of range (3 stacks)");
   }
   {
     DocumentBuilder doc = known_document();
     doc.json()["stacks"][1][1] = 4;
-    EXPECT_EQ(error_of(doc),
-              "snap.json: stacks[1][1]: 4 is not an index into frames (4 frames)");
+    EXPECT_EQ(error_of(doc), "snap.json: stacks[1][1]: 4 is not an index into frames (4 frames)");
   }
   {
     DocumentBuilder doc = known_document();
@@ -207,8 +211,9 @@ TEST(AttributionReader, FilesThatAreNotDocuments) {
 TEST(AttributionReader, MutatedDocumentsAreReadOrRefusedNeverCrash) {
   const std::string original = known_document().text();
   std::mt19937 random(1234);
-  const char* replacements[] = {"-1", "1e999", "18446744073709551616", "null", "\"x\"", "[]",
-                                "{}", "3", "0", "99", "true", "\"\\u0000\"", "\"\\ud800\""};
+  const char* replacements[] = {
+      "-1", "1e999", "18446744073709551616", "null",       "\"x\"", "[]", "{}", "3", "0",
+      "99", "true",  "\"\\u0000\"",          "\"\\ud800\""};
   std::size_t read = 0, refused = 0;
   for (int round = 0; round < 4000; ++round) {
     std::string text = original;
