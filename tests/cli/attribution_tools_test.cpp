@@ -177,6 +177,30 @@ TEST(AttributionCommand, TheHtmlReportShowsTheDocumentsFiguresInABrowser) {
   // The timeline marks the peak.
   EXPECT_NE(dom.out.find("peak 200.0 MiB at 1.250 s"), std::string::npos);
 
+  // A link to a box (what a click on it puts in the address bar) opens the snapshot zoomed into
+  // that box, and lists only the blocks under it: train_step's two.
+  const CommandResult linked = run_command(
+      chromium(folder,
+               {"--virtual-time-budget=5000", "--dump-dom",
+                "file://" + html + "#snapshot=0&focus=%5B%22main%22%2C%22train_step%22%5D"}),
+      std::chrono::seconds(60));
+  ASSERT_EQ(linked.exit_code, 0) << linked.err;
+  const std::size_t chosen = linked.out.find("id=\"panel-chosen\"");
+  ASSERT_NE(chosen, std::string::npos);
+  const std::string panel =
+      linked.out.substr(chosen, linked.out.find("</section>", chosen) - chosen);
+  EXPECT_EQ(panel.find(" hidden"), std::string::npos);
+  EXPECT_NE(panel.find("Live blocks under train_step: 2, 100.0 MiB"), std::string::npos) << panel;
+  EXPECT_NE(panel.find("class=\"box focus\""), std::string::npos);
+  std::size_t rows = 0;
+  for (std::size_t at = panel.find("<tr><td class=\"code\">0x"); at != std::string::npos;
+       at = panel.find("<tr><td class=\"code\">0x", at + 1))
+    ++rows;
+  EXPECT_EQ(rows, 2u) << panel;
+  EXPECT_NE(panel.find("data-bytes=\"62914560\""), std::string::npos);  // 60 MiB
+  EXPECT_NE(panel.find("data-bytes=\"41943040\""), std::string::npos);  // 40 MiB
+  EXPECT_EQ(panel.find("data-bytes=\"52428800\""), std::string::npos);  // load_weights' is not
+
   const std::string screenshot = folder + "/report.png";
   const CommandResult shot =
       run_command(chromium(folder, {"--window-size=1280,1400", "--virtual-time-budget=5000",

@@ -153,7 +153,13 @@ const char* const kReportScript = R"js(
 
   const kRow = 18, kMaxRows = 500, kMaxBoxes = 6000;
 
-  function icicle(panel, s) {
+  // A box's path as names from the root, for the address bar (#snapshot=N&focus=[...]).
+  function namesOf(node) {
+    const names = [];
+    for (let n = node; n && n.parent; n = n.parent) names.unshift(n.name);
+    return names;
+  }
+  function icicle(panel, s, index, path) {
     const root = buildTree(s);
     const crumbs = el("div", { class: "crumbs" });
     const box = el("div", { class: "icicle" });
@@ -178,7 +184,10 @@ const char* const kReportScript = R"js(
         if (n.kind !== "special" || n.name === "(no stack captured)") d.style.background = colour(n.name, n.kind);
         d.title = details(n, root.bytes);
         d.dataset.bytes = n.bytes;
-        d.addEventListener("click", (e) => { e.stopPropagation(); focus(n); });
+        d.addEventListener("click", (e) => {
+          e.stopPropagation(); focus(n);
+          history.replaceState(null, "", "#snapshot=" + index + "&focus=" + encodeURIComponent(JSON.stringify(namesOf(n))));
+        });
         box.append(d);
       }
       chain.forEach((n, i) => draw(n, i, 0, 100, n === node));
@@ -219,10 +228,17 @@ const char* const kReportScript = R"js(
       list.append(table);
       if (blocks.length > kMaxRows) list.append(el("p", { class: "note" }, "and " + (blocks.length - kMaxRows) + " smaller blocks"));
     }
-    focus(root);
+    // A linked box (the names from the root), as far as the names lead.
+    let start = root;
+    for (const name of path || []) {
+      const next = sortedChildren(start).find((c) => c.name === name);
+      if (!next) break;
+      start = next;
+    }
+    focus(start);
   }
 
-  function panel(id, title, index) {
+  function panel(id, title, index, path) {
     const section = document.getElementById(id);
     section.replaceChildren();
     const s = doc.snapshots[index];
@@ -250,7 +266,7 @@ const char* const kReportScript = R"js(
         section.append(table);
       }
     }
-    icicle(section, s);
+    icicle(section, s, index, path);
   }
 
   function card(cls, label, id, value, data) {
@@ -410,8 +426,8 @@ const char* const kReportScript = R"js(
   }
 
   let chooseRows = [];
-  function choose(index) {
-    panel("panel-chosen", "Snapshot " + index, index);
+  function choose(index, path) {
+    panel("panel-chosen", "Snapshot " + index, index, path);
     document.getElementById("panel-chosen").hidden = false;
     chooseRows.forEach((tr, i) => tr.classList.toggle("chosen", i === index));
     document.getElementById("panel-chosen").scrollIntoView({ block: "nearest" });
@@ -447,6 +463,17 @@ const char* const kReportScript = R"js(
   else document.getElementById("panel-peak").hidden = true;
   if (chosen.oom !== null) panel("panel-oom", "Live at the out-of-memory failure", chosen.oom);
   else document.getElementById("panel-oom").hidden = true;
+  // A link to a snapshot, and to a box in its icicle: #snapshot=N&focus=["main","train_step"].
+  const link = new URLSearchParams(location.hash.slice(1));
+  const linked = Number(link.get("snapshot"));
+  if (link.has("snapshot") && Number.isInteger(linked) && linked >= 0 && linked < doc.snapshots.length) {
+    let path = [];
+    try {
+      const names = JSON.parse(link.get("focus") || "[]");
+      if (Array.isArray(names)) path = names.map(String);
+    } catch (e) { path = []; }
+    choose(linked, path);
+  }
   document.body.dataset.ready = "yes";
 })();
 )js";
