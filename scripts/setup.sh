@@ -17,6 +17,7 @@ PACKAGES=(
   prometheus tmux libunistring-dev
   dpkg-dev file pkgconf python3-markdown-it
   libdw-dev libunwind8
+  protobuf-compiler libprotobuf-dev zlib1g-dev golang-go chromium
 )
 missing=()
 for package in "${PACKAGES[@]}"; do

@@ -13,5 +13,6 @@ void add_list_command(CLI::App& app, int& exit_code);
 void add_watch_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, int& exit_code);
 void add_report_command(CLI::App& app, int& exit_code);
+void add_attribution_command(CLI::App& app, int& exit_code);  // attribution/command.cpp
 
 }  // namespace gpumem::cli

@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   gpumem::cli::add_watch_command(app, exit_code);
   gpumem::cli::add_run_command(app, exit_code);
   gpumem::cli::add_report_command(app, exit_code);
+  gpumem::cli::add_attribution_command(app, exit_code);
   gpumem::serve::add_serve_command(app, exit_code);
   std::vector<std::string> arguments(argv + 1, argv + argc);
   drop_run_separator(*app.get_subcommand("run"), arguments);

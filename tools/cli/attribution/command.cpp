@@ -1,0 +1,140 @@
+// `gpumem attribution FILE`: what held the memory at a peak or an out-of-memory failure, from an
+// attribution document, as a table, an SVG icicle, a pprof profile and an HTML report.
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <memory>
+
+#include "attribution/document.hpp"
+#include "attribution/views.hpp"
+#include "commands.hpp"
+#include "output_file.hpp"
+#include "width_options.hpp"
+
+namespace gpumem::cli {
+namespace {
+
+struct AttributionOptions {
+  std::string file;
+  std::size_t top = 10;
+  std::string snapshot;  // empty: the highest peak and the first failure
+  std::string svg_path;
+  std::string pprof_path;
+  std::string html_path;
+  WidthFlags width;
+};
+
+void say(const std::string& message) {
+  std::cerr << "gpumem attribution: " << message << "\n";
+}
+
+std::optional<std::size_t> find(const attribution::Document& document, const char* which) {
+  return attribution::choose_snapshot(document, which, nullptr);
+}
+
+int attribution_command(const AttributionOptions& options) {
+  for (const std::string* path : {&options.svg_path, &options.pprof_path, &options.html_path}) {
+    std::string error;
+    if (!path->empty() && !check_writable(*path, &error)) {
+      say(error);
+      return 2;
+    }
+  }
+  std::string error;
+  const std::optional<attribution::Document> document =
+      attribution::read_document(options.file, &error);
+  if (!document) {
+    say(error);
+    return 1;
+  }
+  for (const std::string& warning : document->warnings)
+    say("warning: " + options.file + ": " + warning);
+
+  // The snapshots shown: the one asked for, or the highest peak and the first failure.
+  std::optional<std::size_t> chosen;
+  if (!options.snapshot.empty()) {
+    chosen = attribution::choose_snapshot(*document, options.snapshot, &error);
+    if (!chosen) {
+      say(error);
+      return 1;
+    }
+  }
+  const std::optional<std::size_t> peak = find(*document, "peak"), oom = find(*document, "oom");
+  std::vector<std::size_t> shown;
+  if (chosen) {
+    shown.push_back(*chosen);
+  } else {
+    if (peak) shown.push_back(*peak);
+    if (oom) shown.push_back(*oom);
+  }
+  const TableOptions table = stdout_table_options(options.width);
+  if (shown.empty()) std::cout << options.file << " holds no snapshot.\n";
+  for (std::size_t at = 0; at < shown.size(); ++at) {
+    if (at > 0) std::cout << "\n";
+    std::cout << attribution::top_table(*document, document->snapshots[shown[at]], options.top,
+                                        {table.width, table.style});
+  }
+  std::cout.flush();
+
+  bool written = true;
+  auto write = [&](const std::string& path, const std::string& content) {
+    if (!write_atomically(path, content, &error)) {
+      say(error);
+      written = false;
+    }
+  };
+  const std::optional<std::size_t> drawn = chosen ? chosen : peak ? peak : oom;
+  if ((!options.svg_path.empty() || !options.pprof_path.empty()) && !drawn) {
+    say(options.file + " holds no snapshot to draw");
+    return 1;
+  }
+  if (!options.svg_path.empty())
+    write(options.svg_path, attribution::icicle_svg(*document, document->snapshots[*drawn]));
+  if (!options.pprof_path.empty()) {
+    const std::optional<std::string> profile =
+        attribution::pprof_profile(*document, document->snapshots[*drawn], &error);
+    if (profile) {
+      write(options.pprof_path, *profile);
+    } else {
+      say(options.pprof_path + ": " + error);
+      written = false;
+    }
+  }
+  if (!options.html_path.empty()) {
+    const bool chosen_peak = chosen && document->snapshots[*chosen].what == "peak";
+    const bool chosen_oom = chosen && document->snapshots[*chosen].what == "oom";
+    write(options.html_path, attribution::html_report(*document, chosen_peak ? chosen : peak,
+                                                      chosen_oom ? chosen : oom));
+  }
+  return written ? 0 : 1;
+}
+
+}  // namespace
+
+void add_attribution_command(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<AttributionOptions>();
+  CLI::App* command = app.add_subcommand(
+      "attribution",
+      "Show what held GPU memory at a peak or an out-of-memory failure, from an attribution "
+      "document (gpumem run --attribute)");
+  command->footer(
+      "Usage: gpumem attribution [OPTIONS] FILE   e.g. gpumem attribution snap.json --html "
+      "report.html\nWithout --snapshot it shows the highest peak and the first out-of-memory "
+      "failure; --svg and --pprof draw the highest peak (else the failure).");
+  command->add_option("file", options->file, "An attribution document (gpumem.attribution/1)")
+      ->required();
+  command->add_option("--top", options->top, "How many stacks the table names (default 10)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}));
+  command->add_option("--snapshot", options->snapshot,
+                      "Which snapshot: peak (the highest), oom (the first failure) or an index");
+  command->add_option("--svg", options->svg_path,
+                      "Write an SVG icicle graph of the live memory by stack");
+  command->add_option("--pprof", options->pprof_path,
+                      "Write a gzipped pprof profile (inuse_space, inuse_objects) for go tool "
+                      "pprof or speedscope");
+  command->add_option("--html", options->html_path,
+                      "Write a self-contained HTML report (timeline, icicles, block lists)");
+  add_width_options(*command, options->width);
+  command->callback([options, &exit_code] { exit_code = attribution_command(*options); });
+}
+
+}  // namespace gpumem::cli

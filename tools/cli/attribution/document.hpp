@@ -1,0 +1,122 @@
+// An attribution document (schema gpumem.attribution/1, docs/attribution.md) read back and
+// checked: every field's type, every index into `frames` and `stacks`, the timeline's order.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gpumem::cli::attribution {
+
+inline constexpr const char* kSchema = "gpumem.attribution/1";
+
+struct Device {
+  int ordinal = 0;
+  std::string uuid;
+  std::string name;
+  std::int64_t total_bytes = 0;
+};
+
+struct Frame {
+  std::optional<std::string> function;  // null: not symbolized (then module and address)
+  std::optional<std::string> file;
+  std::optional<std::int64_t> line;
+  std::optional<std::string> module;
+  std::optional<std::string> address;
+  std::string language;  // native or python
+};
+
+struct Block {
+  std::string address;
+  std::int64_t bytes = 0;
+  std::string kind;  // device, vmm, pool, managed, graph
+  double age_s = 0;
+  std::optional<std::size_t> stack;  // into Document::stacks; null: none captured
+  std::optional<std::int64_t> pid;
+};
+
+struct Failure {
+  std::int64_t bytes = 0;
+  std::string kind;
+  std::optional<std::size_t> stack;
+  std::string error;
+  std::int64_t free_bytes = 0;
+  std::int64_t total_bytes = 0;
+};
+
+struct OtherProcess {
+  std::int64_t pid = 0;
+  std::string name;
+  std::optional<std::int64_t> used_bytes;
+};
+
+struct Snapshot {
+  std::string what;  // peak or oom
+  std::optional<std::string> scope;
+  std::optional<std::int64_t> pid;
+  int device = 0;
+  double time_s = 0;
+  std::int64_t level_bytes = 0;
+  std::int64_t live_bytes = 0;
+  std::vector<Block> blocks;
+  std::optional<Failure> failure;
+  std::vector<OtherProcess> other_processes;
+
+  // What the level holds beyond the blocks it names (never below zero; see Document::warnings).
+  std::int64_t held_without_block() const {
+    return level_bytes > live_bytes ? level_bytes - live_bytes : 0;
+  }
+};
+
+struct Timeline {
+  int device = 0;
+  std::vector<std::pair<double, std::int64_t>> steps;  // [time_s, bytes], in time order
+};
+
+struct Document {
+  std::string path;  // where it was read from
+  std::string command;
+  std::string host;
+  std::vector<Device> devices;
+  std::vector<Frame> frames;
+  std::vector<std::vector<std::size_t>> stacks;  // into frames, innermost first
+  std::vector<Snapshot> snapshots;
+  std::vector<Timeline> timeline;
+  // Oddities that lose nothing but deserve a word (a level below the blocks it holds).
+  std::vector<std::string> warnings;
+
+  const Device* device(int ordinal) const;
+};
+
+// Reads and checks `path`; nullopt with `error` naming the file and the field at fault
+// ("snap.json: snapshots[2].blocks[7].stack: 12 is out of range (3 stacks)").
+std::optional<Document> read_document(const std::string& path, std::string* error);
+
+// The same from text already read (`path` names it in errors).
+std::optional<Document> parse_document(const std::string& text, const std::string& path,
+                                       std::string* error);
+
+// The document as JSON again (gpumem.attribution/1, only the fields this gpumem reads): what the
+// HTML report embeds (document_json.cpp).
+nlohmann::ordered_json document_json(const Document& document);
+
+// The snapshot `--snapshot` names: "peak" (the peak snapshot with the highest level, the first
+// of equals), "oom" (the first out-of-memory snapshot) or an index into `snapshots`; nullopt
+// with `error` when the document has none such.
+std::optional<std::size_t> choose_snapshot(const Document& document, const std::string& which,
+                                           std::string* error);
+
+// One line naming a snapshot: "peak of scope train on GPU 0 (NVIDIA H200), pid 4242, at 1.250 s".
+std::string describe(const Document& document, const Snapshot& snapshot);
+
+// A frame as people read it: "function (file:line)", or "?? (module+address)" when it was not
+// symbolized. Raw text: escape it for where it goes.
+std::string frame_label(const Frame& frame);
+// Only the function's name, or "??" / the address when not symbolized.
+std::string frame_function(const Frame& frame);
+
+}  // namespace gpumem::cli::attribution

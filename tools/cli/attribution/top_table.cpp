@@ -1,0 +1,143 @@
+#include <cstdio>
+
+#include "attribution/stacks.hpp"
+#include "attribution/views.hpp"
+#include "fitted_table.hpp"
+#include "format.hpp"
+#include "table.hpp"
+#include "text_width.hpp"
+
+namespace gpumem::cli::attribution {
+namespace {
+
+// Callers named after the innermost frame, outward.
+constexpr std::size_t kCallersShown = 3;
+
+std::string share(std::int64_t part, std::int64_t whole) {
+  if (whole <= 0) return "-";
+  char text[16];
+  std::snprintf(text, sizeof text, "%.1f%%",
+                100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  return text;
+}
+
+std::string plural(std::size_t count, const char* one, const char* many) {
+  return std::to_string(count) + " " + (count == 1 ? one : many);
+}
+
+std::string callers(const Document& document, const std::vector<std::size_t>& stack,
+                    const std::string& arrow) {
+  std::string text;
+  for (std::size_t depth = 1; depth < stack.size() && depth <= kCallersShown; ++depth)
+    text += (depth == 1 ? "" : arrow) + frame_function(document.frames[stack[depth]]);
+  if (stack.size() > kCallersShown + 1)
+    text += arrow + "(" + std::to_string(stack.size() - kCallersShown - 1) + " more)";
+  return printable(text);
+}
+
+std::string fit_line(const std::string& text, const TextOptions& options,
+                     const std::string& ellipsis) {
+  return (options.width ? truncate_to_width(text, *options.width, ellipsis) : text) + "\n";
+}
+
+}  // namespace
+
+std::string top_table(const Document& document, const Snapshot& snapshot, std::size_t top,
+                      const TextOptions& options) {
+  const std::string ellipsis = options.style.unicode ? "…" : "~";
+  const std::string arrow = options.style.unicode ? " ← " : " < ";
+  const std::vector<StackTotal> totals = stack_totals(snapshot);
+  std::string out = fit_line(printable(describe(document, snapshot)), options, ellipsis);
+  std::string level = "level " + format_bytes(snapshot.level_bytes) + ": " +
+                      format_bytes(snapshot.live_bytes) + " in " +
+                      plural(snapshot.blocks.size(), "live block", "live blocks") + " from " +
+                      plural(totals.size(), "stack", "stacks") + ", " +
+                      format_bytes(snapshot.held_without_block()) + " held without a block";
+  out += fit_line(level, options, ellipsis);
+  if (snapshot.failure) {
+    const Failure& failure = *snapshot.failure;
+    std::string line = "failed: " + format_bytes(failure.bytes) + " (" + failure.kind + ") with " +
+                       failure.error + "; the device had " + format_bytes(failure.free_bytes) +
+                       " free of " + format_bytes(failure.total_bytes);
+    out += fit_line(printable(line), options, ellipsis);
+    if (failure.stack) {
+      const std::vector<std::size_t>& stack = document.stacks[*failure.stack];
+      std::string where = "requested by ";
+      where += stack.empty() ? "(an empty stack)" : frame_label(document.frames[stack.front()]);
+      if (stack.size() > 1) where += arrow + callers(document, stack, arrow);
+      out += fit_line(printable(where), options, ellipsis);
+    }
+  }
+  out += "\n";
+
+  enum : std::size_t { kBytes, kShare, kBlocks, kFunction, kCallers };
+  FitLayout layout{
+      {{">BYTES"},
+       {">SHARE"},
+       {">BLOCKS"},
+       {"ALLOCATED BY", {}, {}, 16},
+       {"CALLED FROM", {}, {}, 12}},
+      {{FitStep::shorten, kFunction}, {FitStep::drop, kCallers}, {FitStep::drop, kShare}}};
+  auto& columns = layout.columns;
+  auto row = [&](std::int64_t bytes, std::string blocks, std::string function,
+                 std::string short_function, std::string called_from) {
+    columns[kBytes].cells.push_back(format_bytes(bytes));
+    columns[kShare].cells.push_back(share(bytes, snapshot.level_bytes));
+    columns[kBlocks].cells.push_back(std::move(blocks));
+    columns[kFunction].short_cells.push_back(short_function.empty() ? function : short_function);
+    columns[kFunction].cells.push_back(std::move(function));
+    columns[kCallers].cells.push_back(std::move(called_from));
+  };
+  std::int64_t rest_bytes = 0;
+  std::size_t rest_blocks = 0;
+  for (std::size_t at = 0; at < totals.size(); ++at) {
+    const StackTotal& total = totals[at];
+    if (at >= top) {
+      rest_bytes += total.bytes;
+      rest_blocks += total.blocks;
+      continue;
+    }
+    if (!total.stack) {
+      row(total.bytes, std::to_string(total.blocks), "(no stack captured)", "", "");
+      continue;
+    }
+    const std::vector<std::size_t>& stack = document.stacks[*total.stack];
+    if (stack.empty()) {
+      row(total.bytes, std::to_string(total.blocks), "(an empty stack)", "", "");
+      continue;
+    }
+    const Frame& innermost = document.frames[stack.front()];
+    row(total.bytes, std::to_string(total.blocks), printable(frame_label(innermost)),
+        printable(frame_function(innermost)), callers(document, stack, arrow));
+  }
+  if (totals.size() > top)
+    row(rest_bytes, std::to_string(rest_blocks),
+        "(" + plural(totals.size() - top, "other stack", "other stacks") + ")", "", "");
+  if (snapshot.held_without_block() > 0)
+    row(snapshot.held_without_block(), "-", "(held without a block)", "",
+        "context, pool reservations, rounding");
+  if (columns[kBytes].cells.empty()) {
+    out += "No memory was live.\n";
+  } else {
+    out += fit_table(layout, options.width, ellipsis);
+  }
+
+  if (snapshot.what == "oom") {
+    out += "\n";
+    if (snapshot.other_processes.empty()) {
+      out += "No other process held the device (or NVML was not read).\n";
+    } else {
+      FitLayout others{{{">PID"}, {"OTHER PROCESS ON THE DEVICE", {}, {}, 8}, {">MEMORY"}}, {}};
+      for (const OtherProcess& process : snapshot.other_processes) {
+        others.columns[0].cells.push_back(std::to_string(process.pid));
+        others.columns[1].cells.push_back(process.name.empty() ? "?" : printable(process.name));
+        others.columns[2].cells.push_back(process.used_bytes ? format_bytes(*process.used_bytes)
+                                                             : "n/a");
+      }
+      out += fit_table(others, options.width, ellipsis);
+    }
+  }
+  return out;
+}
+
+}  // namespace gpumem::cli::attribution
