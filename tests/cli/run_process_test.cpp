@@ -77,7 +77,8 @@ TEST(RunProcess, CtrlCToTheProcessGroupStopsTheCommand) {
       {gpumem_binary(), "run", "--", sim_tool(), "workload", "print ready; sleep 60s"});
   ASSERT_TRUE(run.wait_for_output("ready"));
   ASSERT_EQ(::kill(-run.pid(), SIGINT), 0);  // what a terminal does
-  EXPECT_EQ(run.wait().exit_code, 128 + SIGINT);
+  const CommandResult result = run.wait();
+  EXPECT_EQ(result.exit_code, 128 + SIGINT) << result.err;
 }
 
 TEST(RunProcess, ACommandNotFoundGives127) {

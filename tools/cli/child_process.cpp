@@ -37,12 +37,16 @@ void forward(int signal, siginfo_t* info, void*) {
   // A terminal signals the whole foreground process group, the child included; only a signal
   // sent to gpumem alone (kill, a job scheduler) needs passing on.
   if (info != nullptr && info->si_code == SI_KERNEL) return;
+  // kill() may set errno; the code this handler interrupted (a waitpid() loop reading EINTR)
+  // must see its own.
+  const int saved_errno = errno;
   const pid_t child = g_child.load();
   if (child > 0) {
     ::kill(child, signal);
   } else {
     g_pending.store(signal);  // for the descendants still running, if gpumem waits for them
   }
+  errno = saved_errno;
 }
 
 bool ignored(int signal) {

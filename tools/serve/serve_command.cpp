@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <cerrno>
 
 #include <algorithm>
 #include <csignal>
@@ -54,8 +55,10 @@ constexpr auto kMinTimeout = 10ms;
 int stop_event = -1;  // the eventfd SIGTERM and SIGINT write to
 
 extern "C" void on_stop_signal(int) {
+  const int saved_errno = errno;  // the interrupted code must see its own
   std::uint64_t one = 1;
   [[maybe_unused]] ssize_t ignored = ::write(stop_event, &one, sizeof one);
+  errno = saved_errno;
 }
 
 int usage_error(const std::string& message) {
