@@ -9,6 +9,7 @@ from collections import namedtuple
 from typing import Optional, Tuple
 
 from . import _framework, _native
+from ._attribution import AttributionSnapshot, _wrap
 
 TraceBytes = namedtuple(
     "TraceBytes",
@@ -125,6 +126,7 @@ class GPUMemTrace:
         device: object = None,
         source: str = "automatic",
         no_cache: bool = True,
+        attribute: bool = False,
     ):
         _framework.ensure_cache_hook()
         ordinal = _framework.resolve_device(device)
@@ -140,6 +142,7 @@ class GPUMemTrace:
             device=_NO_DEVICE if ordinal is None else ordinal,
             source=source,
             no_cache=no_cache,
+            attribute=bool(attribute),
         )
         _warn_once_without_gpu(self._trace.source)
 
@@ -155,6 +158,15 @@ class GPUMemTrace:
     def reset(self) -> None:
         """Re-baselines start and peak at the current level; keeps running."""
         self._trace.reset()
+
+    def peak_snapshot(self) -> Optional[AttributionSnapshot]:
+        """What was live at the peak so far (at the last start/reset's peak, frozen at stop),
+        each block with the call stack that allocated it, Python frames included; None unless
+        the trace was made with ``attribute=True`` and measures with the exact source."""
+        try:
+            return _wrap(self._trace.peak_snapshot())
+        except (RuntimeError, MemoryError):
+            return None
 
     def data_set(self) -> None:
         """Computes ``delta_used`` and ``delta_peaked`` now (frozen after ``stop``)."""

@@ -1,0 +1,69 @@
+"""Attribution from Python: peak snapshots and out-of-memory records that name the Python code
+that allocated (the frame provider), against the simulated GPU."""
+
+import json
+
+SETUP = """
+import json
+import gpumem
+from gpumem import GPUMemTrace
+from gpumem.testing import allocate, MB
+held = []
+def load_weights():
+    held.append(allocate(nbytes=300 * MB))
+def make_scratch():
+    held.append(allocate(nbytes=100 * MB))
+ALLOC_LINE = load_weights.__code__.co_firstlineno + 1
+"""
+
+
+def test_peak_snapshot_names_the_python_function(sim):
+    result = sim.run(SETUP + """
+mtrace = GPUMemTrace(attribute=True, on_exit_report=False)
+load_weights()
+make_scratch()
+held.pop().free()
+snap = mtrace.peak_snapshot()
+by_stack = snap.bytes_by_stack()
+top = snap.stacks[by_stack[0][0]]
+python = [f for f in top if f["language"] == "python" and "gpumem" not in (f["file"] or "")]
+doc = json.loads(snap.to_json())
+emit(top=snap.top_function(), what=snap.what, held=[b for _, b in by_stack],
+     blocks=[b["bytes"] for b in snap.blocks], first=python[0], second=python[1],
+     line=ALLOC_LINE, schema=doc["schema"], plain=GPUMemTrace().peak_snapshot() is None)
+""")
+    assert result["what"] == "peak"
+    assert result["top"] == "load_weights"
+    assert result["held"] == [300 * 2**20, 100 * 2**20]
+    assert result["blocks"] == [300 * 2**20, 100 * 2**20]
+    assert result["first"]["function"] == "load_weights"
+    assert result["first"]["file"] == "<string>"
+    assert result["first"]["line"] == result["line"]
+    assert result["second"]["function"] == "<module>"
+    assert result["schema"] == "gpumem.attribution/1"
+    assert result["plain"] is True
+
+
+def test_last_oom_names_the_holder_and_the_failed_request(sim):
+    result = sim.run(SETUP + """
+before = gpumem.last_oom()
+mtrace = GPUMemTrace(attribute=True, on_exit_report=False)
+load_weights()
+make_scratch()
+try:
+    allocate(nbytes=200 * 1024 * MB)  # more than the H200 holds
+    failed = False
+except MemoryError:
+    failed = True
+oom = gpumem.last_oom()
+emit(before=before is None, failed=failed, what=oom.what, top=oom.top_function(),
+     request=oom.failure["bytes"], error=oom.failure["error"],
+     held=[b for _, b in oom.bytes_by_stack()])
+""")
+    assert result["before"] is True
+    assert result["failed"] is True
+    assert result["what"] == "oom"
+    assert result["top"] == "load_weights"
+    assert result["request"] == 200 * 1024 * 2**20
+    assert result["error"] == "CUDA_ERROR_OUT_OF_MEMORY"
+    assert result["held"] == [300 * 2**20, 100 * 2**20]
