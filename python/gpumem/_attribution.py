@@ -27,6 +27,16 @@ def _user_python(frames: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     return None
 
 
+def _where(frames: List[Dict[str, Any]]) -> str:
+    frame = _user_python(frames)
+    if frame is None:
+        frame = next((f for f in frames if f.get("function")), None)
+    if frame is None:
+        return "(unknown)"
+    place = f" ({frame['file']}:{frame['line']})" if frame.get("file") else ""
+    return f"{frame['function']}{place}"
+
+
 class AttributionSnapshot:
     """One recorded moment: the blocks live at a trace's peak (``what == "peak"``) or when an
     allocation failed (``what == "oom"``), with the call stack that allocated each, Python
@@ -54,6 +64,11 @@ class AttributionSnapshot:
     @property
     def what(self) -> str:
         return str(self._snapshot.get("what", ""))
+
+    @property
+    def time_s(self) -> float:
+        """When it was recorded: seconds since the recording process started."""
+        return float(self._snapshot.get("time_s", 0.0))
 
     @property
     def device(self) -> int:
@@ -99,6 +114,26 @@ class AttributionSnapshot:
         """The ``n`` stacks that held the most: (bytes, frames innermost first)."""
         return [(held, self.stacks[stack]) for stack, held in self.bytes_by_stack()[:n]
                 if stack < len(self.stacks)]
+
+    def describe(self, n: int = 3) -> List[str]:
+        """A short report: the failed request (an out-of-memory snapshot) or the level, then
+        the ``n`` stacks that held the most, each as its bytes and the function that allocated
+        (the innermost Python frame outside gpumem, else the innermost named frame)."""
+        mb = 2**20
+        failure = self.failure
+        if failure is not None:
+            lines = [f"gpumem: out of memory: {int(failure.get('bytes', 0)) / mb:.1f} MB "
+                     f"requested on GPU {self.device} ({failure.get('error', '')}), "
+                     f"{int(failure.get('free_bytes', 0)) / mb:.1f} MB free of "
+                     f"{int(failure.get('total_bytes', 0)) / mb:.1f} MB"]
+        else:
+            lines = [f"gpumem: {self.what} on GPU {self.device}: "
+                     f"{self.live_bytes / mb:.1f} MB live"]
+        if not self.blocks and failure is not None:
+            lines.append("  (no blocks recorded: attribution was off)")
+        for held, frames in self.top_stacks(n):
+            lines.append(f"  {held / mb:10.1f} MB  {_where(frames)}")
+        return lines
 
     def to_json(self) -> str:
         """The gpumem.attribution/1 document holding this snapshot."""
