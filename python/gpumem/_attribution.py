@@ -66,6 +66,12 @@ class AttributionSnapshot:
         return str(self._snapshot.get("what", ""))
 
     @property
+    def attributed(self) -> bool:
+        """Whether blocks were recorded (an out-of-memory failure without attribution on holds
+        only the request and the device's memory)."""
+        return bool(self._snapshot.get("attributed", False))
+
+    @property
     def time_s(self) -> float:
         """When it was recorded: seconds since the recording process started."""
         return float(self._snapshot.get("time_s", 0.0))
@@ -129,7 +135,7 @@ class AttributionSnapshot:
         else:
             lines = [f"gpumem: {self.what} on GPU {self.device}: "
                      f"{self.live_bytes / mb:.1f} MB live"]
-        if not self.blocks and failure is not None:
+        if not self.attributed:
             lines.append("  (no blocks recorded: attribution was off)")
         for held, frames in self.top_stacks(n):
             lines.append(f"  {held / mb:10.1f} MB  {_where(frames)}")

@@ -112,7 +112,8 @@ class GPUMemTrace:
     Extra keyword arguments: ``device`` (any id ``gpu_mem_get`` takes; default the framework's
     current device), ``source`` ("automatic", "exact", "sampled", "reported") and ``no_cache``
     (empty the frameworks' caches before measuring the endpoints, as fastai.utils.mem does;
-    default True).
+    default True) and ``attribute`` (keep the blocks live at the peak with the stacks that
+    allocated them, Python frames included: ``peak_snapshot()``; default False).
     """
 
     silent = _SilentAttribute()
