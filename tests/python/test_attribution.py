@@ -67,3 +67,46 @@ emit(before=before is None, failed=failed, what=oom.what, top=oom.top_function()
     assert result["request"] == 200 * 1024 * 2**20
     assert result["error"] == "CUDA_ERROR_OUT_OF_MEMORY"
     assert result["held"] == [300 * 2**20, 100 * 2**20]
+
+
+def test_without_a_gpu_attribution_gives_none(sim):
+    result = sim.run("""
+import warnings
+warnings.simplefilter("ignore")
+import gpumem
+from gpumem.testing import allocate
+mtrace = gpumem.GPUMemTrace(attribute=True, on_exit_report=False)
+try:
+    allocate(1)
+except MemoryError:
+    pass
+mtrace.stop()
+emit(snapshot=mtrace.peak_snapshot() is None, oom=gpumem.last_oom() is None,
+     source=mtrace.source)
+""", GPUMEM_NVML_LIBRARY="/nonexistent/libnvidia-ml.so.1",
+        GPUMEM_CUDA_LIBRARY="/nonexistent/libcuda.so.1",
+        GPUMEM_CUPTI_LIBRARY="/nonexistent/libcupti.so.13")
+    assert result["source"] == "none"
+    assert result["snapshot"] is True
+    assert result["oom"] is True
+
+
+def test_out_of_memory_without_attribution_names_the_request(sim):
+    result = sim.run(SETUP + """
+mtrace = GPUMemTrace(on_exit_report=False)  # the exact source, no attribution
+load_weights()
+try:
+    allocate(nbytes=200 * 1024 * MB)
+except MemoryError:
+    pass
+oom = gpumem.last_oom()
+emit(snapshot=mtrace.peak_snapshot() is None, attributed=oom.attributed, blocks=oom.blocks,
+     request=oom.failure["bytes"], top=oom.top_function(), report=oom.describe())
+""")
+    assert result["snapshot"] is True
+    assert result["attributed"] is False
+    assert result["blocks"] == []
+    assert result["request"] == 200 * 1024 * 2**20
+    assert result["top"] is None
+    assert result["report"][0].startswith("gpumem: out of memory: 204800.0 MB requested on GPU 0")
+    assert result["report"][1:] == ["  (no blocks recorded: attribution was off)"]
