@@ -110,3 +110,25 @@ emit(snapshot=mtrace.peak_snapshot() is None, attributed=oom.attributed, blocks=
     assert result["top"] is None
     assert result["report"][0].startswith("gpumem: out of memory: 204800.0 MB requested on GPU 0")
     assert result["report"][1:] == ["  (no blocks recorded: attribution was off)"]
+
+
+def test_a_python_thread_names_its_own_frames(sim):
+    result = sim.run(SETUP + """
+import threading
+mtrace = GPUMemTrace(attribute=True, on_exit_report=False)
+def worker():
+    make_scratch()
+thread = threading.Thread(target=worker)
+thread.start()
+thread.join()
+load_weights()
+snap = mtrace.peak_snapshot()
+names = [[f["function"] for f in stack if f["language"] == "python"] for stack in snap.stacks]
+emit(top=snap.top_function(), names=names, held=[b for _, b in snap.bytes_by_stack()])
+""")
+    assert result["top"] == "load_weights"
+    assert result["held"] == [300 * 2**20, 100 * 2**20]
+    scratch = [names for names in result["names"] if "make_scratch" in names]
+    assert len(scratch) == 1
+    assert scratch[0][scratch[0].index("make_scratch") + 1] == "worker"
+    assert "<module>" not in scratch[0]  # the thread's chain, not the main thread's
