@@ -27,15 +27,26 @@ const char* utf8(PyObject* text) noexcept {
   return chars;
 }
 
+// The calling thread's state, or nullptr (PyThreadState_Get would abort without one).
+PyThreadState* current_thread_state() noexcept {
+#if PY_VERSION_HEX >= 0x030D0000
+  return PyThreadState_GetUnchecked();
+#else
+  return _PyThreadState_UncheckedGet();
+#endif
+}
+
 // Called on the allocating thread while attribution is on. It runs no Python code: it walks
 // the thread's frame chain with the C API, and only where this thread holds the GIL. The names
 // it hands out belong to code objects that the running frames keep alive.
 std::size_t python_frames(PythonFrame* out, std::size_t capacity) noexcept {
   if (capacity == 0 || Py_IsInitialized() == 0 || PyGILState_Check() == 0) return 0;
+  PyThreadState* thread = current_thread_state();
+  if (thread == nullptr) return 0;
   PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
   PyErr_Fetch(&type, &value, &traceback);  // an error being handled stays as it was
   std::size_t count = 0;
-  PyFrameObject* frame = PyThreadState_GetFrame(PyThreadState_Get());  // a new reference
+  PyFrameObject* frame = PyThreadState_GetFrame(thread);  // a new reference
   while (frame != nullptr && count < capacity) {
     PyCodeObject* code = PyFrame_GetCode(frame);  // a new reference
     out[count].function = utf8(code->co_name);
