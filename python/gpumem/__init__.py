@@ -31,12 +31,16 @@ from ._native import (
     driver_version,
     last_diagnostic,
 )
+from ._attribution import AttributionSnapshot, _python_frames, last_oom
 from ._memory import _GPUMemoryFields  # noqa: F401  (GPUMemory's base, named in the stubs)
 from ._trace import GPUMemTrace, SilentSwitch, TraceBytes, _SilentAttribute, gpu_mem_trace  # noqa: F401
 
 from ._native import version as __version__  # noqa: E402
 
+_python_frames()  # allocation stacks name the Python code that allocated
+
 __all__ = [
+    "AttributionSnapshot",
     "GPUMemory",
     "GPUMemTrace",
     "GpuHandle",
@@ -57,6 +61,7 @@ __all__ = [
     "gpu_mem_trace",
     "gpu_with_max_free_mem",
     "last_diagnostic",
+    "last_oom",
     "preload_pytorch",
 ]
 

@@ -1,5 +1,9 @@
 from typing import Any
 
+from ._attribution import (
+    AttributionSnapshot as AttributionSnapshot,
+    last_oom as last_oom,
+)
 from ._memory import (
     GPUMemory as GPUMemory,
     GpuHandle as GpuHandle,
@@ -33,6 +37,7 @@ from ._trace import (
 
 __version__: str
 __all__ = [
+    "AttributionSnapshot",
     "GPUMemory",
     "GPUMemTrace",
     "GpuHandle",
@@ -53,6 +58,7 @@ __all__ = [
     "gpu_mem_trace",
     "gpu_with_max_free_mem",
     "last_diagnostic",
+    "last_oom",
     "preload_pytorch",
 ]
 

@@ -9,6 +9,7 @@ from collections import namedtuple
 from typing import Optional, Tuple
 
 from . import _framework, _native
+from ._attribution import AttributionSnapshot, _wrap
 
 TraceBytes = namedtuple(
     "TraceBytes",
@@ -111,7 +112,8 @@ class GPUMemTrace:
     Extra keyword arguments: ``device`` (any id ``gpu_mem_get`` takes; default the framework's
     current device), ``source`` ("automatic", "exact", "sampled", "reported") and ``no_cache``
     (empty the frameworks' caches before measuring the endpoints, as fastai.utils.mem does;
-    default True).
+    default True) and ``attribute`` (keep the blocks live at the peak with the stacks that
+    allocated them, Python frames included: ``peak_snapshot()``; default False).
     """
 
     silent = _SilentAttribute()
@@ -125,6 +127,7 @@ class GPUMemTrace:
         device: object = None,
         source: str = "automatic",
         no_cache: bool = True,
+        attribute: bool = False,
     ):
         _framework.ensure_cache_hook()
         ordinal = _framework.resolve_device(device)
@@ -140,6 +143,7 @@ class GPUMemTrace:
             device=_NO_DEVICE if ordinal is None else ordinal,
             source=source,
             no_cache=no_cache,
+            attribute=bool(attribute),
         )
         _warn_once_without_gpu(self._trace.source)
 
@@ -155,6 +159,15 @@ class GPUMemTrace:
     def reset(self) -> None:
         """Re-baselines start and peak at the current level; keeps running."""
         self._trace.reset()
+
+    def peak_snapshot(self) -> Optional[AttributionSnapshot]:
+        """What was live at the peak so far (at the last start/reset's peak, frozen at stop),
+        each block with the call stack that allocated it, Python frames included; None unless
+        the trace was made with ``attribute=True`` and measures with the exact source."""
+        try:
+            return _wrap(self._trace.peak_snapshot())
+        except (RuntimeError, MemoryError):
+            return None
 
     def data_set(self) -> None:
         """Computes ``delta_used`` and ``delta_peaked`` now (frozen after ``stop``)."""

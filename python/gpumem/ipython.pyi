@@ -12,6 +12,7 @@ history: List[CellMemory]
 
 class CellTracer:
     enabled: bool
+    attribute: bool
     records: List[CellMemory]
     def __init__(self, shell: Any, records: List[CellMemory]) -> None: ...
     def pre_run_cell(self, info: Any = None) -> None: ...

@@ -22,7 +22,8 @@ void bind_allocate(py::module_& module) {
   module.def(
       "device_allocate",
       [](std::size_t bytes, int id) {
-        py::gil_scoped_release unlocked;
+        // The GIL stays held, as a framework's allocator holds it: the allocation's Python
+        // frames then show in attribution (the frame provider reads them only under the GIL).
         return std::make_unique<DeviceAllocation>(device_allocate(bytes, id));
       },
       py::arg("bytes"), py::arg("id") = current_device);

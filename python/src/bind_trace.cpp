@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "bindings.hpp"
+#include "gpumem/attribution.hpp"
 #include "gpumem/memory.hpp"
 #include "gpumem/trace.hpp"
 #include "python_stdout.hpp"
@@ -67,7 +68,8 @@ py::dict as_dict(const TraceBytes& bytes) {
 }
 
 std::unique_ptr<Trace> make_trace(bool silent, std::optional<std::string> ctx, bool on_exit_report,
-                                  int device, const std::string& source, bool no_cache) {
+                                  int device, const std::string& source, bool no_cache,
+                                  bool attribute) {
   TraceOptions options;
   options.silent = silent;
   options.ctx = std::move(ctx);
@@ -75,6 +77,7 @@ std::unique_ptr<Trace> make_trace(bool silent, std::optional<std::string> ctx, b
   options.device = device;
   options.source = parse_source(source);
   options.no_cache = no_cache;
+  options.attribute = attribute;
   options.sink = python_stdout_sink();
   py::gil_scoped_release unlocked;  // starting a sampler or CUPTI may block
   return std::make_unique<Trace>(std::move(options));
@@ -88,7 +91,7 @@ void bind_trace(py::module_& module) {
       .def(py::init(&make_trace), py::kw_only(), py::arg("silent") = false,
            py::arg("ctx") = py::none(), py::arg("on_exit_report") = true,
            py::arg("device") = current_device, py::arg("source") = "automatic",
-           py::arg("no_cache") = true)
+           py::arg("no_cache") = true, py::arg("attribute") = false)
       .def("start", [](Trace& self) { locked(self, [](GPUMemTrace& t) { t.start(); }); })
       .def("stop", [](Trace& self) { locked(self, [](GPUMemTrace& t) { t.stop(); }); })
       .def("reset", [](Trace& self) { locked(self, [](GPUMemTrace& t) { t.reset(); }); })
@@ -132,6 +135,10 @@ void bind_trace(py::module_& module) {
           [](Trace& self) {
             return locked(self, [](GPUMemTrace& t) { return std::string(to_string(t.source())); });
           })
+      .def("peak_snapshot",
+           [](Trace& self) {
+             return locked(self, [](GPUMemTrace& t) { return t.peak_snapshot(); });
+           })
       .def("repr",
            [](Trace& self) { return locked(self, [](GPUMemTrace& t) { return t.repr(); }); });
 

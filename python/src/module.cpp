@@ -13,4 +13,5 @@ PYBIND11_MODULE(_native, module) {
   gpumem::python::bind_cache(module);
   gpumem::python::bind_trace(module);
   gpumem::python::bind_allocate(module);
+  gpumem::python::bind_attribution(module);
 }

@@ -49,3 +49,18 @@ def traces() -> None:
     reading: TraceBytes = block.data_bytes()
     doubled: int = decorated(2)
     print(delta_used, delta_peaked, attributes, note, reading.peak, doubled)
+
+
+def attribution() -> None:
+    mtrace = GPUMemTrace(attribute=True)
+    snap: Optional[AttributionSnapshot] = mtrace.peak_snapshot()
+    if snap is not None:
+        top: Optional[str] = snap.top_function()
+        by_stack: List[Tuple[int, int]] = snap.bytes_by_stack()
+        sizes: List[int] = [int(block["bytes"]) for block in snap.blocks]
+        report: List[str] = snap.describe(3)
+        document: str = snap.to_json()
+        print(top, by_stack, sizes, report, document, snap.attributed, snap.time_s)
+    oom = last_oom()
+    if oom is not None and oom.failure is not None:
+        print(oom.failure["bytes"], oom.top_stacks(3))

@@ -1,0 +1,175 @@
+"""Attribution from Python: which code held the memory at a trace's peak, or when an allocation
+ran out of memory (docs/attribution.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import _native
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _is_gpumem(frame: Dict[str, Any]) -> bool:
+    file = frame.get("file")
+    return isinstance(file, str) and file.startswith(_PACKAGE)
+
+
+def _user_python(frames: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The innermost named Python frame outside gpumem's own package (gpumem.testing's
+    allocate is where the simulated tests allocate, not who)."""
+    for frame in frames:
+        if frame.get("language") == "python" and frame.get("function") and not _is_gpumem(frame):
+            return frame
+    return None
+
+
+def _where(frames: List[Dict[str, Any]]) -> str:
+    frame = _user_python(frames)
+    if frame is None:
+        frame = next((f for f in frames if f.get("function")), None)
+    if frame is None:
+        return "(unknown)"
+    place = f" ({frame['file']}:{frame['line']})" if frame.get("file") else ""
+    return f"{frame['function']}{place}"
+
+
+class AttributionSnapshot:
+    """One recorded moment: the blocks live at a trace's peak (``what == "peak"``) or when an
+    allocation failed (``what == "oom"``), with the call stack that allocated each, Python
+    frames included.
+
+    ``blocks``, ``frames``, ``stacks``, ``failure`` and the other fields read the
+    gpumem.attribution/1 document that ``to_json()`` writes (docs/attribution.md): ``blocks``
+    is a list of dicts (``address``, ``bytes``, ``kind``, ``age_s``, ``stack``, ``pid``),
+    largest first; ``stacks`` lists each stack as frame dicts (``function``, ``file``,
+    ``line``, ``module``, ``address``, ``language``), innermost first."""
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+        document = json.loads(native.to_json())
+        self._document: Dict[str, Any] = document
+        snapshots = document.get("snapshots") or [{}]
+        self._snapshot: Dict[str, Any] = snapshots[0]
+        frames: List[Dict[str, Any]] = document.get("frames") or []
+        self.frames: List[Dict[str, Any]] = frames
+        self.stacks: List[List[Dict[str, Any]]] = [
+            [frames[i] for i in stack if 0 <= i < len(frames)]
+            for stack in document.get("stacks") or []
+        ]
+
+    @property
+    def what(self) -> str:
+        return str(self._snapshot.get("what", ""))
+
+    @property
+    def attributed(self) -> bool:
+        """Whether blocks were recorded (an out-of-memory failure without attribution on holds
+        only the request and the device's memory)."""
+        return bool(self._snapshot.get("attributed", False))
+
+    @property
+    def time_s(self) -> float:
+        """When it was recorded: seconds since the recording process started."""
+        return float(self._snapshot.get("time_s", 0.0))
+
+    @property
+    def device(self) -> int:
+        return int(self._snapshot.get("device", 0))
+
+    @property
+    def level_bytes(self) -> int:
+        return int(self._snapshot.get("level_bytes", 0))
+
+    @property
+    def live_bytes(self) -> int:
+        return int(self._snapshot.get("live_bytes", 0))
+
+    @property
+    def blocks(self) -> List[Dict[str, Any]]:
+        return list(self._snapshot.get("blocks") or [])
+
+    @property
+    def failure(self) -> Optional[Dict[str, Any]]:
+        """The failed request of an out-of-memory snapshot (``bytes``, ``kind``, ``stack``,
+        ``error``, ``free_bytes``, ``total_bytes``), or None."""
+        failure = self._snapshot.get("failure")
+        return dict(failure) if failure else None
+
+    def bytes_by_stack(self) -> List[Tuple[int, int]]:
+        """(stack index, bytes held) per stack, largest first; blocks without a stack left out."""
+        return [(int(stack), int(held)) for stack, held in self._native.bytes_by_stack()]
+
+    def top_function(self) -> Optional[str]:
+        """The function that held the most: the innermost Python frame of the stack that held
+        the most where it has Python frames (gpumem's own left out), else its innermost named
+        native frame; None without blocks."""
+        by_stack = self.bytes_by_stack()
+        if not by_stack or by_stack[0][0] >= len(self.stacks):
+            return None
+        frame = _user_python(self.stacks[by_stack[0][0]])
+        if frame is not None:
+            return str(frame["function"])
+        native = self._native.top_function()
+        return None if native is None else str(native)
+
+    def top_stacks(self, n: int = 3) -> List[Tuple[int, List[Dict[str, Any]]]]:
+        """The ``n`` stacks that held the most: (bytes, frames innermost first)."""
+        return [(held, self.stacks[stack]) for stack, held in self.bytes_by_stack()[:n]
+                if stack < len(self.stacks)]
+
+    def describe(self, n: int = 3) -> List[str]:
+        """A short report: the failed request (an out-of-memory snapshot) or the level, then
+        the ``n`` stacks that held the most, each as its bytes and the function that allocated
+        (the innermost Python frame outside gpumem, else the innermost named frame)."""
+        mb = 2**20
+        failure = self.failure
+        if failure is not None:
+            lines = [f"gpumem: out of memory: {int(failure.get('bytes', 0)) / mb:.1f} MB "
+                     f"requested on GPU {self.device} ({failure.get('error', '')}), "
+                     f"{int(failure.get('free_bytes', 0)) / mb:.1f} MB free of "
+                     f"{int(failure.get('total_bytes', 0)) / mb:.1f} MB"]
+        else:
+            lines = [f"gpumem: {self.what} on GPU {self.device}: "
+                     f"{self.live_bytes / mb:.1f} MB live"]
+        if not self.attributed:
+            lines.append("  (no blocks recorded: attribution was off)")
+        for held, frames in self.top_stacks(n):
+            lines.append(f"  {held / mb:10.1f} MB  {_where(frames)}")
+        return lines
+
+    def to_json(self) -> str:
+        """The gpumem.attribution/1 document holding this snapshot."""
+        return str(self._native.to_json())
+
+    def __repr__(self) -> str:
+        return (f"AttributionSnapshot({self.what}, {len(self.blocks)} blocks, "
+                f"{self.live_bytes} bytes live, top {self.top_function()!r})")
+
+
+def _wrap(native: Any) -> Optional[AttributionSnapshot]:
+    if native is None:
+        return None
+    try:
+        return AttributionSnapshot(native)
+    except (ValueError, TypeError, KeyError):  # an unreadable document: nothing to show
+        return None
+
+
+def last_oom() -> Optional[AttributionSnapshot]:
+    """The last allocation of this process that failed with out-of-memory while gpumem's exact
+    source was subscribed (a trace running, or attribution on), or None. Its blocks and stacks
+    are there where attribution was on (``GPUMemTrace(attribute=True)``, GPUMEM_ATTRIBUTE=1);
+    otherwise it holds the failed request and the device's memory."""
+    try:
+        return _wrap(_native.last_oom())
+    except (RuntimeError, MemoryError):
+        return None
+
+
+def _python_frames() -> None:
+    """Puts the allocating Python frames into allocation stacks (done on import)."""
+    _native.register_frame_provider()

@@ -1,0 +1,134 @@
+"""Attribution from Python: peak snapshots and out-of-memory records that name the Python code
+that allocated (the frame provider), against the simulated GPU."""
+
+import json
+
+SETUP = """
+import json
+import gpumem
+from gpumem import GPUMemTrace
+from gpumem.testing import allocate, MB
+held = []
+def load_weights():
+    held.append(allocate(nbytes=300 * MB))
+def make_scratch():
+    held.append(allocate(nbytes=100 * MB))
+ALLOC_LINE = load_weights.__code__.co_firstlineno + 1
+"""
+
+
+def test_peak_snapshot_names_the_python_function(sim):
+    result = sim.run(SETUP + """
+mtrace = GPUMemTrace(attribute=True, on_exit_report=False)
+load_weights()
+make_scratch()
+held.pop().free()
+snap = mtrace.peak_snapshot()
+by_stack = snap.bytes_by_stack()
+top = snap.stacks[by_stack[0][0]]
+python = [f for f in top if f["language"] == "python" and "gpumem" not in (f["file"] or "")]
+doc = json.loads(snap.to_json())
+emit(top=snap.top_function(), what=snap.what, held=[b for _, b in by_stack],
+     blocks=[b["bytes"] for b in snap.blocks], first=python[0], second=python[1],
+     line=ALLOC_LINE, schema=doc["schema"], plain=GPUMemTrace().peak_snapshot() is None)
+""")
+    assert result["what"] == "peak"
+    assert result["top"] == "load_weights"
+    assert result["held"] == [300 * 2**20, 100 * 2**20]
+    assert result["blocks"] == [300 * 2**20, 100 * 2**20]
+    assert result["first"]["function"] == "load_weights"
+    assert result["first"]["file"] == "<string>"
+    assert result["first"]["line"] == result["line"]
+    assert result["second"]["function"] == "<module>"
+    assert result["schema"] == "gpumem.attribution/1"
+    assert result["plain"] is True
+
+
+def test_last_oom_names_the_holder_and_the_failed_request(sim):
+    result = sim.run(SETUP + """
+before = gpumem.last_oom()
+mtrace = GPUMemTrace(attribute=True, on_exit_report=False)
+load_weights()
+make_scratch()
+try:
+    allocate(nbytes=200 * 1024 * MB)  # more than the H200 holds
+    failed = False
+except MemoryError:
+    failed = True
+oom = gpumem.last_oom()
+emit(before=before is None, failed=failed, what=oom.what, top=oom.top_function(),
+     request=oom.failure["bytes"], error=oom.failure["error"],
+     held=[b for _, b in oom.bytes_by_stack()])
+""")
+    assert result["before"] is True
+    assert result["failed"] is True
+    assert result["what"] == "oom"
+    assert result["top"] == "load_weights"
+    assert result["request"] == 200 * 1024 * 2**20
+    assert result["error"] == "CUDA_ERROR_OUT_OF_MEMORY"
+    assert result["held"] == [300 * 2**20, 100 * 2**20]
+
+
+def test_without_a_gpu_attribution_gives_none(sim):
+    result = sim.run("""
+import warnings
+warnings.simplefilter("ignore")
+import gpumem
+from gpumem.testing import allocate
+mtrace = gpumem.GPUMemTrace(attribute=True, on_exit_report=False)
+try:
+    allocate(1)
+except MemoryError:
+    pass
+mtrace.stop()
+emit(snapshot=mtrace.peak_snapshot() is None, oom=gpumem.last_oom() is None,
+     source=mtrace.source)
+""", GPUMEM_NVML_LIBRARY="/nonexistent/libnvidia-ml.so.1",
+        GPUMEM_CUDA_LIBRARY="/nonexistent/libcuda.so.1",
+        GPUMEM_CUPTI_LIBRARY="/nonexistent/libcupti.so.13")
+    assert result["source"] == "none"
+    assert result["snapshot"] is True
+    assert result["oom"] is True
+
+
+def test_out_of_memory_without_attribution_names_the_request(sim):
+    result = sim.run(SETUP + """
+mtrace = GPUMemTrace(on_exit_report=False)  # the exact source, no attribution
+load_weights()
+try:
+    allocate(nbytes=200 * 1024 * MB)
+except MemoryError:
+    pass
+oom = gpumem.last_oom()
+emit(snapshot=mtrace.peak_snapshot() is None, attributed=oom.attributed, blocks=oom.blocks,
+     request=oom.failure["bytes"], top=oom.top_function(), report=oom.describe())
+""")
+    assert result["snapshot"] is True
+    assert result["attributed"] is False
+    assert result["blocks"] == []
+    assert result["request"] == 200 * 1024 * 2**20
+    assert result["top"] is None
+    assert result["report"][0].startswith("gpumem: out of memory: 204800.0 MB requested on GPU 0")
+    assert result["report"][1:] == ["  (no blocks recorded: attribution was off)"]
+
+
+def test_a_python_thread_names_its_own_frames(sim):
+    result = sim.run(SETUP + """
+import threading
+mtrace = GPUMemTrace(attribute=True, on_exit_report=False)
+def worker():
+    make_scratch()
+thread = threading.Thread(target=worker)
+thread.start()
+thread.join()
+load_weights()
+snap = mtrace.peak_snapshot()
+names = [[f["function"] for f in stack if f["language"] == "python"] for stack in snap.stacks]
+emit(top=snap.top_function(), names=names, held=[b for _, b in snap.bytes_by_stack()])
+""")
+    assert result["top"] == "load_weights"
+    assert result["held"] == [300 * 2**20, 100 * 2**20]
+    scratch = [names for names in result["names"] if "make_scratch" in names]
+    assert len(scratch) == 1
+    assert scratch[0][scratch[0].index("make_scratch") + 1] == "worker"
+    assert "<module>" not in scratch[0]  # the thread's chain, not the main thread's
