@@ -37,30 +37,23 @@ void need(void* library, const char* name, Fn& fn) {
   }
 }
 
-[[gnu::noinline]] CUdeviceptr allocate(const Driver& cuda, std::size_t bytes, CUresult* status) {
-  CUdeviceptr pointer = 0;
-  *status = cuda.alloc(&pointer, bytes);
-  return pointer;
-}
-
 [[gnu::noinline]] void load_weights(const Driver& cuda) {
-  CUresult status = 0;
-  allocate(cuda, 1024 * kMiB, &status);
-  if (status == 0) allocate(cuda, 512 * kMiB, &status);
-  if (status != 0) std::exit(4);
+  CUdeviceptr weights = 0;
+  CUdeviceptr embeddings = 0;
+  if (cuda.alloc(&weights, 1024 * kMiB) != 0 || cuda.alloc(&embeddings, 512 * kMiB) != 0) {
+    std::exit(4);
+  }
 }
 
 [[gnu::noinline]] void warm_up(const Driver& cuda) {
-  CUresult status = 0;
-  const CUdeviceptr scratch = allocate(cuda, 64 * kMiB, &status);
-  if (status != 0) std::exit(4);
+  CUdeviceptr scratch = 0;
+  if (cuda.alloc(&scratch, 64 * kMiB) != 0) std::exit(4);
   cuda.free(scratch);
 }
 
 [[gnu::noinline]] CUresult allocate_activations(const Driver& cuda) {
-  CUresult status = 0;
-  allocate(cuda, std::size_t{1} << 40, &status);  // 1 TiB: more than any simulated device
-  return status;
+  CUdeviceptr activations = 0;
+  return cuda.alloc(&activations, std::size_t{1} << 40);  // 1 TiB: more than any simulated GPU
 }
 
 int main() {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "cli/command_runner.hpp"
 #include "support/sim_gpu.hpp"
@@ -58,13 +59,18 @@ TEST(RunAttribution, OutOfMemoryNamesTheFunctionThatHeldTheMost) {
   ASSERT_EQ(run.result.exit_code, 1) << run.result.err;  // the program's own status
   EXPECT_NE(run.result.out.find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos);
   const std::string& err = run.result.err;
-  const auto peak_at = err.find("At the highest process peak");
-  const auto oom_at = err.find("Out of memory");
+  const auto peak_at = err.find("at the highest process peak");
+  const auto oom_at = err.find("ran out of memory");
   ASSERT_NE(peak_at, std::string::npos) << err;
   ASSERT_NE(oom_at, std::string::npos) << err;
   EXPECT_NE(err.find("load_weights", peak_at), std::string::npos) << err;
   EXPECT_NE(err.find("load_weights", oom_at), std::string::npos) << err;
   EXPECT_NE(err.find("allocate_activations", oom_at), std::string::npos) << err;
+  // The first row of each table: the 1 GiB block load_weights allocated.
+  const std::regex top_row(R"(ALLOCATED BY[^\n]*\n\s*1\.0 GiB\s+\S+\s+1\s+load_weights)");
+  EXPECT_TRUE(std::regex_search(err.substr(peak_at, oom_at - peak_at), top_row)) << err;
+  EXPECT_TRUE(std::regex_search(err.substr(oom_at), top_row)) << err;
+  EXPECT_NE(err.find("failed: 1.0 TiB (device) with CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos);
 
   const nlohmann::json& document = run.document;
   ASSERT_FALSE(document.is_null()) << err;
@@ -128,8 +134,8 @@ TEST(RunAttribution, ARunWithoutAttributeWritesNoSnapshots) {
   const CommandResult result =
       run_command({"env", "TMPDIR=" + tmp, gpumem_binary(), "run", "--", GPUMEM_OOM_PROGRAM});
   EXPECT_EQ(result.exit_code, 1) << result.err;
-  EXPECT_EQ(result.err.find("At the highest process peak"), std::string::npos) << result.err;
-  EXPECT_EQ(result.err.find("Out of memory:"), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("at the highest process peak"), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("ran out of memory"), std::string::npos) << result.err;
   for (const auto& entry : std::filesystem::directory_iterator(tmp)) {
     EXPECT_EQ(entry.path().filename().string().find("gpumem-attribution"), std::string::npos);
   }

@@ -123,12 +123,12 @@ std::string attribution_summary(const attribution::Document& document, std::size
   attribution::TextOptions options;
   if (const auto peak = attribution::choose_snapshot(document, "peak", &error)) {
     const attribution::Snapshot& snapshot = document.snapshots[*peak];
-    text += "\nAt the highest process peak: " + attribution::describe(document, snapshot) + "\n";
+    text += "\ngpumem: at the highest process peak, who held the memory:\n";
     text += attribution::top_table(document, snapshot, top, options);
   }
   for (const attribution::Snapshot& snapshot : document.snapshots) {
     if (snapshot.what != "oom") continue;
-    text += "\nOut of memory: " + attribution::describe(document, snapshot) + "\n";
+    text += "\ngpumem: an allocation ran out of memory; who held the memory then:\n";
     text += attribution::top_table(document, snapshot, top, options);
   }
   return text;
