@@ -32,7 +32,7 @@ std::atomic<int> g_device_slots[gpumem::run::kMaxDevices];
 
 void report_fallback(const std::string& reason);
 void stop_counting(const std::string& reason);
-void point_oom_report();
+void forget_attribution_in_child();
 
 // The device's UUID from the driver (cuDeviceGetUuid_v2, else v1: NVML is never loaded here),
 // and its slot in the file.
@@ -131,7 +131,7 @@ void report_fallback(const std::string& reason) {
 
 // A forked child starts with no device memory of its own, and counts under its own pid.
 void after_fork_in_child() {
-  point_oom_report();
+  forget_attribution_in_child();
   if (g_slot.load(std::memory_order_relaxed) == nullptr) return;
   ProcessSlot* slot = claim_slot();
   if (slot == nullptr) {
@@ -166,13 +166,23 @@ std::string attribution_file(const char* what) {
   return std::string(dir) + "/" + what + "-" + std::to_string(::getpid()) + ".json";
 }
 
+// The process that started attribution: a forked child inherits its recorder's blocks and peak,
+// which are not the child's, so it records nothing (an exec starts afresh).
+std::atomic<int> g_attribution_pid{0};
+
 void point_oom_report() {
   const std::string path = attribution_file("oom");
   if (!path.empty()) ::setenv("GPUMEM_OOM_REPORT", path.c_str(), 1);
 }
 
+void forget_attribution_in_child() {
+  if (g_attribution_pid.load(std::memory_order_relaxed) == 0) return;
+  ::unsetenv("GPUMEM_OOM_REPORT");
+}
+
 void write_attribution_peaks() {
   try {
+    if (g_attribution_pid.load(std::memory_order_relaxed) != ::getpid()) return;
     const std::string path = attribution_file("peak");
     if (path.empty()) return;
     const auto peaks = gpumem::detail::run_attribution_peaks();
@@ -191,6 +201,7 @@ void write_attribution_peaks() {
 void start_attribution() {
   if (attribution_file("peak").empty()) return;
   point_oom_report();
+  g_attribution_pid.store(::getpid(), std::memory_order_relaxed);
   if (gpumem::detail::start_run_attribution(gpumem::run::kMaxDevices)) {
     std::atexit(write_attribution_peaks);
   }
