@@ -141,5 +141,18 @@ TEST(RunAttribution, ARunWithoutAttributeWritesNoSnapshots) {
   }
 }
 
+TEST(RunAttribution, SampledModeCannotAttributeAndSaysSo) {
+  SimGpu gpu;
+  const std::string folder = temporary_folder();
+  const CommandResult result =
+      run_command({gpumem_binary(), "run", "--mode", "sampled", "--attribute", folder + "/a.json",
+                   "--", GPUMEM_OOM_PROGRAM});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--attribute/--html need exact counting: --mode sampled"),
+            std::string::npos)
+      << result.err;
+  EXPECT_FALSE(std::filesystem::exists(folder + "/a.json"));
+}
+
 }  // namespace
 }  // namespace gpumem::testing

@@ -332,7 +332,9 @@ int run_command(RunOptions options) {
   if (attributing) {
     std::string why;
     if (inject.empty()) {
-      fail("--attribute/--html need exact counting: " + result.fallback_reason);
+      fail("--attribute/--html need exact counting: " +
+           (options.mode == Mode::sampled ? std::string("--mode sampled sees no allocations")
+                                          : result.fallback_reason));
       return 2;
     }
     if (!attribution_folder.create(&why)) {
