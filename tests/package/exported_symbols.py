@@ -15,6 +15,8 @@ INTERNAL = re.compile(r"^gpumem::(detail|peak|driver|identity|abi|query|trace|pu
 SEAMS = {
     "gpumem::detail::set_event_observer",
     "gpumem::detail::set_footprint_reconciliation",
+    "gpumem::detail::start_run_attribution",
+    "gpumem::detail::run_attribution_peaks",
     "gpumem::support::record_diagnostic",
     "gpumem::driver::device_uuid",
     "gpumem::procfs::pid_namespace",

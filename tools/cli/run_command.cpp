@@ -15,6 +15,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "attribution/views.hpp"
 #include "child_process.hpp"
 #include "commands.hpp"
 #include "format.hpp"
@@ -23,6 +24,7 @@
 #include "output_file.hpp"
 #include "path_template.hpp"
 #include "rank.hpp"
+#include "run_attribution.hpp"
 #include "run_counters.hpp"
 #include "run_monitor.hpp"
 #include "run_report.hpp"
@@ -36,6 +38,8 @@ namespace {
 struct RunOptions {
   std::string json_path;
   std::string timeline_path;
+  std::string attribute_path;  // --attribute: the gpumem.attribution/1 document
+  std::string html_path;       // --html: its report
   std::string plot_path;
   std::string host;  // the node's name in the report; default: the host name
   double interval_s = 0.01;
@@ -124,19 +128,23 @@ class CountersFile {
   run::RunCounters* counters_ = nullptr;
 };
 
-std::vector<std::string> child_environment(const std::string& inject, const std::string& counters) {
+std::vector<std::string> child_environment(const std::string& inject, const std::string& counters,
+                                           const std::string& attribution_dir) {
   std::vector<std::string> environment;
+  const std::string dir_variable = std::string(kRunAttributionDirVariable) + "=";
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string text = *entry;
     if (!inject.empty() && (text.rfind("CUDA_INJECTION64_PATH=", 0) == 0 ||
                             text.rfind(std::string(run::kCountersVariable) + "=", 0) == 0)) {
       continue;
     }
+    if (text.rfind(dir_variable, 0) == 0) continue;  // only this run's folder
     environment.push_back(text);
   }
   if (!inject.empty()) {
     environment.push_back("CUDA_INJECTION64_PATH=" + inject);
     environment.push_back(std::string(run::kCountersVariable) + "=" + counters);
+    if (!attribution_dir.empty()) environment.push_back(dir_variable + attribution_dir);
   }
   return environment;
 }
@@ -206,7 +214,14 @@ void judge_processes(const run::RunCounters* counters, const RunMonitor& monitor
                                                  : Measured::sampled;
 }
 
-bool write_reports(const RunOptions& options, const RunResult& result, const RunMonitor& monitor) {
+std::string joined_command(const std::vector<std::string>& words) {
+  std::string text;
+  for (const std::string& word : words) text += (text.empty() ? "" : " ") + word;
+  return text;
+}
+
+bool write_reports(const RunOptions& options, const RunResult& result, const RunMonitor& monitor,
+                   const attribution::Document* attribution) {
   bool written = true;
   auto write = [&](const std::string& path, const std::string& content) {
     std::string error;
@@ -221,6 +236,18 @@ bool write_reports(const RunOptions& options, const RunResult& result, const Run
             "\n");
   const std::vector<TimelineRow> timeline = monitor.timeline();
   write(options.timeline_path, timeline_csv(timeline));
+  if (attribution != nullptr) {
+    write(options.attribute_path,
+          attribution::document_json(*attribution)
+                  .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+              "\n");
+    if (!options.html_path.empty()) {
+      std::string error;
+      const auto peak = attribution::choose_snapshot(*attribution, "peak", &error);
+      const auto oom = attribution::choose_snapshot(*attribution, "oom", &error);
+      write(options.html_path, attribution::html_report(*attribution, peak, oom));
+    }
+  }
   write(options.plot_path, svg_plot(result, timeline));
   if (const std::uint64_t lost = monitor.timeline_events_lost();
       lost > 0 && (!options.timeline_path.empty() || !options.plot_path.empty())) {
@@ -239,7 +266,8 @@ int run_command(RunOptions options) {
   if (options.host.empty()) options.host = host_name();
   // Per-node file names ('run-{host}-{rank}.json'), resolved before anything runs.
   const PathValues values{options.host, own.rank, own.local_rank, static_cast<int>(::getpid())};
-  for (std::string* path : {&options.json_path, &options.timeline_path, &options.plot_path}) {
+  for (std::string* path : {&options.json_path, &options.timeline_path, &options.plot_path,
+                            &options.attribute_path, &options.html_path}) {
     std::string error;
     const std::optional<std::string> expanded = expand_path(*path, values, &error);
     if (!expanded) {
@@ -248,7 +276,8 @@ int run_command(RunOptions options) {
     }
     *path = *expanded;
   }
-  for (const std::string* path : {&options.json_path, &options.timeline_path, &options.plot_path}) {
+  for (const std::string* path : {&options.json_path, &options.timeline_path, &options.plot_path,
+                                  &options.attribute_path, &options.html_path}) {
     std::string error;
     if (!path->empty() && !check_writable(*path, &error)) {
       fail(error);
@@ -298,14 +327,31 @@ int run_command(RunOptions options) {
     }
   }
 
+  const bool attributing = !options.attribute_path.empty() || !options.html_path.empty();
+  AttributionFolder attribution_folder;  // removed on every way out of here
+  if (attributing) {
+    std::string why;
+    if (inject.empty()) {
+      fail("--attribute/--html need exact counting: " +
+           (options.mode == Mode::sampled ? std::string("--mode sampled sees no allocations")
+                                          : result.fallback_reason));
+      return 2;
+    }
+    if (!attribution_folder.create(&why)) {
+      fail(why);
+      return 2;
+    }
+  }
+  const std::vector<DeviceInfo> measured_devices = measured;
   RunMonitor monitor(std::move(measured), inject.empty() ? nullptr : counters_file.counters(),
-                     !options.timeline_path.empty() || !options.plot_path.empty());
+                     !options.timeline_path.empty() || !options.plot_path.empty() || attributing);
   monitor.baseline();
   ChildProcess child;
   int start_status = 0;
   std::string start_error;
-  if (!child.start(options.command, child_environment(inject, counters_file.path()), start_status,
-                   start_error)) {
+  if (!child.start(options.command,
+                   child_environment(inject, counters_file.path(), attribution_folder.path()),
+                   start_status, start_error)) {
     fail(start_error);
     return start_status;
   }
@@ -331,18 +377,28 @@ int run_command(RunOptions options) {
                   " counted): it is outside gpumem's own CUDA_VISIBLE_DEVICES or left out by "
                   "--device\n";
   }
+  std::optional<attribution::Document> attribution;
+  if (attributing) {
+    std::vector<std::string> warnings;
+    attribution =
+        combine_attribution(attribution_folder.path(), joined_command(options.command),
+                            options.host, measured_devices, monitor.timeline(), &warnings);
+    for (const std::string& warning : warnings) unmeasured += "gpumem: " + warning + "\n";
+    unmeasured += attribution_summary(*attribution, 5);
+  }
+  const attribution::Document* document = attribution ? &*attribution : nullptr;
   if (options.mode == Mode::exact && result.measured != Measured::exact) {
     std::cerr << summary_text(result) << unmeasured;
     fail("--mode exact: " + std::to_string(result.escaped_processes) + " process" +
          (result.escaped_processes == 1 ? "" : "es") + " escaped exact counting (" +
          result.fallback_reason + "); the command's own status was " +
          std::to_string(result.exit.exit_code));
-    write_reports(options, result, monitor);
+    write_reports(options, result, monitor, document);
     return 2;
   }
 
   std::cerr << summary_text(result) << unmeasured;
-  const bool written = write_reports(options, result, monitor);
+  const bool written = write_reports(options, result, monitor, document);
   // The command's status is the answer; a report that could not be written turns success into 1.
   return (!written && result.exit.exit_code == 0) ? 1 : result.exit.exit_code;
 }
@@ -359,6 +415,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "{host}, {rank}, {local_rank} and {pid} are replaced");
   run->add_option("--timeline", options->timeline_path, "Write every sample as CSV");
   run->add_option("--plot", options->plot_path, "Write an SVG chart of memory over time");
+  run->add_option("--attribute", options->attribute_path,
+                  "Write which code held the memory at each process's peak and at an "
+                  "out-of-memory failure (gpumem.attribution/1 JSON); needs exact counting");
+  run->add_option("--html", options->html_path,
+                  "Write the attribution as an offline HTML report (timeline, icicles, blocks)");
   run->add_option("--host", options->host,
                   "The node's name in the report and in {host} (default: the host name)");
   run->add_option("-i,--interval", options->interval_s, "Seconds between samples (default 0.01)")

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -14,6 +15,7 @@
 #include "gpumem/internal/device_uuid.hpp"
 #include "gpumem/internal/event_observer.hpp"
 #include "gpumem/internal/exact_source.hpp"
+#include "gpumem/internal/run_attribution.hpp"
 #include "run_counters.hpp"
 
 namespace {
@@ -30,6 +32,7 @@ std::atomic<int> g_device_slots[gpumem::run::kMaxDevices];
 
 void report_fallback(const std::string& reason);
 void stop_counting(const std::string& reason);
+void forget_attribution_in_child();
 
 // The device's UUID from the driver (cuDeviceGetUuid_v2, else v1: NVML is never loaded here),
 // and its slot in the file.
@@ -128,6 +131,7 @@ void report_fallback(const std::string& reason) {
 
 // A forked child starts with no device memory of its own, and counts under its own pid.
 void after_fork_in_child() {
+  forget_attribution_in_child();
   if (g_slot.load(std::memory_order_relaxed) == nullptr) return;
   ProcessSlot* slot = claim_slot();
   if (slot == nullptr) {
@@ -150,6 +154,57 @@ bool start_exact_source() {
   const std::string why = gpumem::peak::exact_status();
   report_fallback(why.empty() ? "the exact source is unavailable" : why);
   return false;
+}
+
+// `gpumem run --attribute/--html` names a directory: each process writes its out-of-memory
+// document there as it fails (the engine, GPUMEM_OOM_REPORT) and its peaks at exit.
+constexpr const char* kAttributionDirVariable = "GPUMEM_RUN_ATTRIBUTION_DIR";
+
+std::string attribution_file(const char* what) {
+  const char* dir = std::getenv(kAttributionDirVariable);
+  if (dir == nullptr || *dir == '\0') return {};
+  return std::string(dir) + "/" + what + "-" + std::to_string(::getpid()) + ".json";
+}
+
+// The process that started attribution: a forked child inherits its recorder's blocks and peak,
+// which are not the child's, so it records nothing (an exec starts afresh).
+std::atomic<int> g_attribution_pid{0};
+
+void point_oom_report() {
+  const std::string path = attribution_file("oom");
+  if (!path.empty()) ::setenv("GPUMEM_OOM_REPORT", path.c_str(), 1);
+}
+
+void forget_attribution_in_child() {
+  if (g_attribution_pid.load(std::memory_order_relaxed) == 0) return;
+  ::unsetenv("GPUMEM_OOM_REPORT");
+}
+
+void write_attribution_peaks() {
+  try {
+    if (g_attribution_pid.load(std::memory_order_relaxed) != ::getpid()) return;
+    const std::string path = attribution_file("peak");
+    if (path.empty()) return;
+    const auto peaks = gpumem::detail::run_attribution_peaks();
+    if (peaks.empty()) return;
+    const std::string text = gpumem::attribution_json(peaks);
+    const std::string partial = path + ".partial";
+    std::FILE* file = std::fopen(partial.c_str(), "w");
+    if (file == nullptr) return;
+    const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+    if (std::fclose(file) == 0 && written) std::rename(partial.c_str(), path.c_str());
+  } catch (...) {
+    // Out of host memory at exit: the run reports the process without attribution.
+  }
+}
+
+void start_attribution() {
+  if (attribution_file("peak").empty()) return;
+  point_oom_report();
+  g_attribution_pid.store(::getpid(), std::memory_order_relaxed);
+  if (gpumem::detail::start_run_attribution(gpumem::run::kMaxDevices)) {
+    std::atexit(write_attribution_peaks);
+  }
 }
 
 }  // namespace
@@ -181,5 +236,6 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
                              gpumem::run::kAttachedExact, {});
   ::pthread_atfork(nullptr, nullptr, after_fork_in_child);
   std::atexit(release_slot);
+  start_attribution();
   return 1;
 }
