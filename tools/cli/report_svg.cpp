@@ -70,18 +70,6 @@ std::vector<Bar> bars_of(const JobReport& report) {
   return bars;
 }
 
-struct Unit {
-  const char* name;
-  double bytes;
-};
-
-Unit unit_for(double max_bytes) {
-  if (max_bytes >= 2.0 * (1ull << 30)) return {"GiB", double(1ull << 30)};
-  if (max_bytes >= 2.0 * (1ull << 20)) return {"MiB", double(1ull << 20)};
-  if (max_bytes >= 2.0 * (1ull << 10)) return {"KiB", double(1ull << 10)};
-  return {"B", 1.0};
-}
-
 }  // namespace
 
 std::string report_svg(const JobReport& report) {
@@ -91,7 +79,7 @@ std::string report_svg(const JobReport& report) {
   const std::int64_t maximum = report.maximum ? report.devices[*report.maximum].peak_bytes : 0;
   std::int64_t highest = maximum;
   for (const Bar& bar : bars) highest = std::max(highest, bar.bytes);
-  const Unit unit = unit_for(static_cast<double>(highest));
+  const SvgAxisUnit unit = svg_axis_unit(static_cast<double>(highest));
   const std::vector<double> ticks = nice_ticks(static_cast<double>(highest) / unit.bytes, 6);
   const double axis_max = ticks.empty() ? 1 : std::max(ticks.back(), 1e-9);
   const double plot_width = kWidth - kLeft - kRight;

@@ -21,18 +21,6 @@ std::string tick_label(double value) {
   return text;
 }
 
-struct Unit {
-  const char* name;
-  double bytes;
-};
-
-Unit unit_for(double max_bytes) {
-  if (max_bytes >= 2.0 * (1ull << 30)) return {"GiB", double(1ull << 30)};
-  if (max_bytes >= 2.0 * (1ull << 20)) return {"MiB", double(1ull << 20)};
-  if (max_bytes >= 2.0 * (1ull << 10)) return {"KiB", double(1ull << 10)};
-  return {"B", 1.0};
-}
-
 struct SeriesStyle {
   Series series;
   const char* label;
@@ -117,7 +105,7 @@ std::string svg_plot(const RunResult& result, const std::vector<TimelineRow>& ti
 
     const double max_bytes = std::max<double>(
         {double(1 << 20), double(device.device_peak), double(device.tree_peak), double(peak)});
-    const Unit unit = unit_for(max_bytes);
+    const SvgAxisUnit unit = svg_axis_unit(max_bytes);
     const std::vector<double> y_ticks = nice_ticks(max_bytes / unit.bytes * 1.08, 5);
     const double y_max = y_ticks.back() * unit.bytes;
     std::vector<double> x_ticks = nice_ticks(duration, 8);

@@ -34,4 +34,11 @@ std::string svg_number(double value) {
   return text;
 }
 
+SvgAxisUnit svg_axis_unit(double max_bytes) {
+  if (max_bytes >= 2.0 * (1ull << 30)) return {"GiB", double(1ull << 30)};
+  if (max_bytes >= 2.0 * (1ull << 20)) return {"MiB", double(1ull << 20)};
+  if (max_bytes >= 2.0 * (1ull << 10)) return {"KiB", double(1ull << 10)};
+  return {"B", 1.0};
+}
+
 }  // namespace gpumem::cli
