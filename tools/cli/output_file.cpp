@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "gpumem/internal/environment.hpp"
+
 namespace gpumem::cli {
 namespace {
 
@@ -86,6 +88,11 @@ bool write_atomically(const std::string& path, const std::string& content, std::
   if (error != nullptr) *error = describe(path, std::strerror(ok ? errno : saved));
   ::unlink(temporary.c_str());
   return false;
+}
+
+std::string temporary_folder() {
+  const char* folder = support::env_value("TMPDIR");
+  return folder != nullptr ? folder : "/tmp";
 }
 
 }  // namespace gpumem::cli

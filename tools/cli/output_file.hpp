@@ -13,4 +13,7 @@ bool check_writable(const std::string& path, std::string* error);
 // Writes `content` to `path` atomically; false with the reason in `error` on failure.
 bool write_atomically(const std::string& path, const std::string& content, std::string* error);
 
+// Where gpumem's own temporary files go: $TMPDIR, else /tmp.
+std::string temporary_folder();
+
 }  // namespace gpumem::cli

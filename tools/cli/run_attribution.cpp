@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "attribution/views.hpp"
+#include "output_file.hpp"
 
 namespace gpumem::cli {
 
@@ -18,9 +19,7 @@ AttributionFolder::~AttributionFolder() {
 }
 
 bool AttributionFolder::create(std::string* error) {
-  const char* base = std::getenv("TMPDIR");
-  std::string pattern =
-      std::string(base != nullptr && *base ? base : "/tmp") + "/gpumem-attribution-XXXXXX";
+  std::string pattern = temporary_folder() + "/gpumem-attribution-XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {
     *error = "cannot create a folder for the attribution snapshots under " +
              pattern.substr(0, pattern.rfind('/'));

@@ -20,6 +20,7 @@
 #include "commands.hpp"
 #include "format.hpp"
 #include "gpumem/device.hpp"
+#include "gpumem/internal/environment.hpp"
 #include "inject_library.hpp"
 #include "output_file.hpp"
 #include "path_template.hpp"
@@ -52,16 +53,6 @@ struct RunOptions {
 
 void fail(const std::string& message) {
   std::cerr << "gpumem run: " << message << "\n";
-}
-
-std::string env_or_empty(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? std::string() : std::string(value);
-}
-
-std::string temporary_folder() {
-  const char* folder = std::getenv("TMPDIR");
-  return folder != nullptr && *folder ? folder : "/tmp";
 }
 
 // Removes the counters files that runs killed before they could remove their own (SIGKILL, a
@@ -313,7 +304,7 @@ int run_command(RunOptions options) {
   CountersFile counters_file;
   if (options.mode != Mode::sampled) {
     std::string why;
-    if (const std::string theirs = env_or_empty("CUDA_INJECTION64_PATH"); !theirs.empty()) {
+    if (const std::string theirs = support::env_text("CUDA_INJECTION64_PATH"); !theirs.empty()) {
       why = "CUDA_INJECTION64_PATH is already set (" + theirs + ") and is left alone";
     } else if (inject = find_inject_library(&why); !inject.empty()) {
       if (!counters_file.create(&why)) inject.clear();

@@ -7,8 +7,6 @@
 // Plain atomics on MAP_SHARED memory: lock-free, no syscall per event.
 #pragma once
 
-#include <time.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -18,6 +16,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "gpumem/internal/clock.hpp"
 
 namespace gpumem::run {
 
@@ -132,12 +132,8 @@ static_assert(std::atomic<std::int32_t>::is_always_lock_free);
 static_assert(sizeof(DeviceCounters) == 64);
 
 // The clock of `peak_time_ns` and the timeline, shared by the measured processes and the
-// monitor.
-inline std::int64_t monotonic_ns() noexcept {
-  timespec now{};
-  ::clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
-}
+// monitor: the library's monotonic clock (CLOCK_MONOTONIC).
+using support::monotonic_ns;
 
 // Appends one timeline event (any thread of any process).
 inline void append_event(EventRing& ring, int device, std::int64_t time_ns,

@@ -1,9 +1,7 @@
 // The clocks gpumem reads, in one place: wall-clock time for what is shown to people and other
 // programs, the monotonic clock for everything timed, and the steady cadence of every periodic
 // loop (the sampler, the exporter's collection). Header-only, so that the tools built on the
-// library keep the same clocks.
-// Header-only, so gpumem's tools reach it through the gpumem_internal target and nothing is
-// exported for it.
+// library (through the gpumem_internal target) keep the same clocks and nothing is exported.
 #pragma once
 
 #include <chrono>

@@ -1,8 +1,7 @@
 // Reading environment variables the way every part of gpumem means them: a variable set to the
 // empty string counts as unset (as `FOO= cmd` is commonly used to switch an override off).
-// Header-only, so that the tools built on the library read the environment as it does.
-// Header-only, so gpumem's tools reach it through the gpumem_internal target and nothing is
-// exported for it.
+// Header-only, so that the tools built on the library (through the gpumem_internal target) read
+// the environment as it does, and nothing is exported.
 #pragma once
 
 #include <cstdlib>
