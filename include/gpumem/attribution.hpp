@@ -80,6 +80,9 @@ struct AttributionSnapshot {
   int pid = 0;
   int device = 0;
   double time_s = 0;  // since the recording process started
+  // The same moment on the host's monotonic clock (CLOCK_MONOTONIC, in ns): comparable between
+  // the processes of one machine, so that several processes' snapshots share one timeline.
+  std::int64_t monotonic_ns = 0;
   std::int64_t level_bytes = 0;
   std::int64_t live_bytes = 0;
   // Whether blocks were recorded: an out-of-memory failure outside attribution mode records the
@@ -87,7 +90,11 @@ struct AttributionSnapshot {
   bool attributed = true;
   std::vector<LiveBlock> blocks;  // largest first
   std::optional<AllocationFailure> failure;
+  // For an out-of-memory snapshot: every other process NVML listed on the device, and how long
+  // before the failure that list was read (0: at the failure). nullopt where NVML was not read:
+  // who else held the device is then unknown, which an empty list does not say.
   std::vector<OtherProcess> other_processes;
+  std::optional<double> other_processes_age_s;
   std::vector<StackFrame> frames;
   std::vector<std::vector<std::size_t>> stacks;  // indices into frames, innermost first
   SnapshotDevice device_identity;

@@ -99,6 +99,19 @@ class AttributionSnapshot:
         failure = self._snapshot.get("failure")
         return dict(failure) if failure else None
 
+    @property
+    def other_processes(self) -> List[Dict[str, Any]]:
+        """Of an out-of-memory snapshot: every other process NVML listed on the device
+        (``pid``, ``name``, ``used_bytes``; under ``gpumem run`` also ``in_run`` and ``rank``)."""
+        return list(self._snapshot.get("other_processes") or [])
+
+    @property
+    def other_processes_age_s(self) -> Optional[float]:
+        """How long before the failure NVML's list of other processes was read (0: at it); None
+        where NVML was not read, so who else held the device is unknown."""
+        age = self._snapshot.get("other_processes_age_s")
+        return None if age is None else float(age)
+
     def bytes_by_stack(self) -> List[Tuple[int, int]]:
         """(stack index, bytes held) per stack, largest first; blocks without a stack left out."""
         return [(int(stack), int(held)) for stack, held in self._native.bytes_by_stack()]
@@ -139,6 +152,12 @@ class AttributionSnapshot:
             lines.append("  (no blocks recorded: attribution was off)")
         for held, frames in self.top_stacks(n):
             lines.append(f"  {held / mb:10.1f} MB  {_where(frames)}")
+        others = self.other_processes
+        if others:
+            held = sum(int(p.get("used_bytes") or 0) for p in others)
+            named = ", ".join(f"pid {p.get('pid')} {p.get('name') or '?'} "
+                              f"{int(p.get('used_bytes') or 0) / mb:.1f} MB" for p in others)
+            lines.append(f"  other processes on the device held {held / mb:.1f} MB: {named}")
         return lines
 
     def to_json(self) -> str:

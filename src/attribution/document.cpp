@@ -95,6 +95,7 @@ Json snapshot_json(const AttributionSnapshot& snapshot, const std::vector<std::s
   out["pid"] = snapshot.pid;
   out["device"] = snapshot.device;
   out["time_s"] = snapshot.time_s;
+  out["monotonic_ns"] = snapshot.monotonic_ns;
   out["level_bytes"] = snapshot.level_bytes;
   out["live_bytes"] = snapshot.live_bytes;
   out["attributed"] = snapshot.attributed;
@@ -127,6 +128,8 @@ Json snapshot_json(const AttributionSnapshot& snapshot, const std::vector<std::s
         {{"pid", process.pid}, {"name", process.name}, {"used_bytes", process.used_bytes}});
   }
   out["other_processes"] = std::move(others);
+  out["other_processes_age_s"] =
+      snapshot.other_processes_age_s ? Json(*snapshot.other_processes_age_s) : Json(nullptr);
   return out;
 }
 

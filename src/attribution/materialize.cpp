@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -11,17 +10,12 @@
 
 #include "attribution/stacks.hpp"
 #include "attribution/symbolize.hpp"
+#include "gpumem/internal/clock.hpp"
 
 namespace gpumem::attribution {
 namespace {
 
-std::int64_t steady_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-const std::int64_t g_origin_ns = steady_ns();
+const std::int64_t g_origin_ns = support::monotonic_ns();
 
 using FrameKey =
     std::tuple<std::optional<std::string>, std::optional<std::string>, std::optional<int>,
@@ -103,9 +97,11 @@ AttributionSnapshot materialize(const RawMoment& moment) {
   snapshot.pid = static_cast<int>(::getpid());
   snapshot.device = moment.device;
   snapshot.time_s = seconds_since_start(moment.time_ns);
+  snapshot.monotonic_ns = moment.time_ns;
   snapshot.level_bytes = moment.level;
   snapshot.attributed = moment.attributed;
   snapshot.other_processes = moment.other_processes;
+  if (moment.other_processes_read) snapshot.other_processes_age_s = 0.0;
   snapshot.device_identity = moment.device_identity;
 
   Frames frames(snapshot.frames);

@@ -25,18 +25,20 @@ struct RawMoment {
   std::string what;  // "peak", "oom"
   std::optional<std::string> scope;
   int device = 0;
-  std::int64_t time_ns = 0;  // steady clock
+  std::int64_t time_ns = 0;  // the monotonic clock (support::monotonic_ns)
   std::int64_t level = 0;
   bool attributed = true;
   std::vector<BlockTree::Entry> blocks;
   std::optional<RawFailure> failure;
   std::vector<OtherProcess> other_processes;
+  bool other_processes_read = false;  // NVML was read at the moment (for `oom`)
   SnapshotDevice device_identity;
 };
 
 AttributionSnapshot materialize(const RawMoment& moment);
 
-// Seconds from the start of this process (as the steady clock saw the library load) to `time_ns`.
+// Seconds from the start of this process (as the monotonic clock saw the library load) to
+// `time_ns`.
 double seconds_since_start(std::int64_t time_ns) noexcept;
 
 // The last out-of-memory snapshot of the process.

@@ -1,5 +1,6 @@
 #include "gpumem/internal/device_uuid.hpp"
 
+#include <cstdio>
 #include <cstring>
 
 #include "driver/cuda.hpp"
@@ -18,6 +19,15 @@ std::optional<std::array<unsigned char, 16>> device_uuid(int ordinal) noexcept {
   static_assert(sizeof uuid.bytes == bytes.size());
   std::memcpy(bytes.data(), uuid.bytes, bytes.size());
   return bytes;
+}
+
+std::string uuid_text(const std::array<unsigned char, 16>& b) {
+  char text[40];
+  std::snprintf(text, sizeof text,
+                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+                b[15]);
+  return text;
 }
 
 }  // namespace gpumem::driver

@@ -1,9 +1,9 @@
 #include "peak/attribution_recorder.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <mutex>
 
+#include "gpumem/internal/clock.hpp"
 #include "peak/channels.hpp"
 
 using gpumem::attribution::BlockInfo;
@@ -56,9 +56,7 @@ void start(Recorder& r, Slot& slot, std::int64_t level) {
 }  // namespace
 
 std::int64_t now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return support::monotonic_ns();
 }
 
 bool attach(Channel& channel, CounterSlot& counter, Slot& slot) {

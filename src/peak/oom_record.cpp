@@ -12,6 +12,7 @@
 #include "attribution/stacks.hpp"
 #include "driver/cuda.hpp"
 #include "gpumem/device.hpp"
+#include "gpumem/internal/device_uuid.hpp"
 #include "gpumem/memory.hpp"
 #include "peak/attribution_recorder.hpp"
 #include "peak/channels.hpp"
@@ -56,6 +57,10 @@ SnapshotDevice snapshot_device(int device) noexcept {
         identity.name = info->name;
       }
       if (const auto memory = gpu_mem_get_bytes(device)) identity.total_bytes = memory->total;
+    } else if (const auto uuid = driver::device_uuid(device)) {
+      // Without NVML (the gpumem run injection library): the driver's UUID, which names a
+      // physical GPU or a MIG device with the same bytes NVML's does, without its prefix.
+      identity.uuid = driver::uuid_text(*uuid);
     }
     if (identity.total_bytes == 0) {
       if (const auto memory = driver::driver_memory(device)) identity.total_bytes = memory->total;
@@ -96,6 +101,7 @@ void allocation_failed(int device, std::uint64_t bytes, BlockKind kind) noexcept
     moment.failure = failure;
     // NVML only where the exact source may start it (not in the gpumem run injection library).
     if (footprint::reconciling()) {
+      moment.other_processes_read = true;
       const unsigned self = static_cast<unsigned>(::getpid());
       for (const ProcessMemory& process : device_processes(device)) {
         if (process.pid == self) continue;

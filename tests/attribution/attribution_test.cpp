@@ -298,6 +298,9 @@ TEST(Attribution, AnOutOfMemoryIsRecordedWithTheRequestAndWhoHeldTheMost) {
   ASSERT_EQ(gpumem::driver::cuda().memGetInfo(&free, &total), gpumem::abi::CUDA_SUCCESS);
   EXPECT_EQ(oom->failure->free_bytes, free);
   EXPECT_TRUE(oom->other_processes.empty());
+  // NVML was read at the failure (an in-process counter may start it): nobody else, known.
+  EXPECT_EQ(oom->other_processes_age_s, 0.0);
+  EXPECT_GT(oom->monotonic_ns, 0);
   // The same document in $GPUMEM_OOM_REPORT.
   std::ifstream in(report);
   ASSERT_TRUE(in.good());
@@ -307,6 +310,8 @@ TEST(Attribution, AnOutOfMemoryIsRecordedWithTheRequestAndWhoHeldTheMost) {
   EXPECT_EQ(document["snapshots"][0]["what"], "oom");
   EXPECT_EQ(document["snapshots"][0]["failure"]["bytes"], 200000 * MiB);
   EXPECT_EQ(document["snapshots"][0]["live_bytes"], 500 * kMiB);
+  EXPECT_EQ(document["snapshots"][0]["other_processes_age_s"], 0.0);
+  EXPECT_EQ(document["snapshots"][0]["monotonic_ns"], oom->monotonic_ns);
   std::filesystem::remove(report);
   ::unsetenv("GPUMEM_OOM_REPORT");
 }

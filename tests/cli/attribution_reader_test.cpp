@@ -136,6 +136,44 @@ TEST(AttributionReader, FieldsOfTheWrongTypeOrMissingAreNamed) {
   }
 }
 
+TEST(AttributionReader, ReadsWhenAndByWhomTheOtherProcessesWereListed) {
+  DocumentBuilder doc = known_document();
+  doc.json()["snapshots"][1]["monotonic_ns"] = 88213456789012ll;
+  doc.json()["snapshots"][1]["other_processes_age_s"] = 0.012;
+  doc.json()["snapshots"][1]["other_processes"][0]["in_run"] = true;
+  doc.json()["snapshots"][1]["other_processes"][0]["rank"] = 3;
+  std::string error;
+  const auto document = attr::parse_document(doc.text(), "a.json", &error);
+  ASSERT_TRUE(document) << error;
+  const attr::Snapshot& oom = document->snapshots[1];
+  EXPECT_EQ(oom.monotonic_ns, 88213456789012ll);
+  EXPECT_EQ(oom.other_processes_age_s, 0.012);
+  EXPECT_EQ(oom.other_processes[0].in_run, true);
+  EXPECT_EQ(oom.other_processes[0].rank, 3);
+  // Absent or null: not known (a library document, an older writer).
+  EXPECT_FALSE(document->snapshots[0].monotonic_ns);
+  EXPECT_FALSE(document->snapshots[0].other_processes_age_s);
+  // Written back, they read the same.
+  const auto again = attr::parse_document(attr::document_json(*document).dump(), "b.json", &error);
+  ASSERT_TRUE(again) << error;
+  EXPECT_EQ(again->snapshots[1].other_processes_age_s, 0.012);
+  EXPECT_EQ(again->snapshots[1].other_processes[0].rank, 3);
+  EXPECT_EQ(again->snapshots[1].monotonic_ns, 88213456789012ll);
+  {
+    DocumentBuilder bad = known_document();
+    bad.json()["snapshots"][1]["other_processes"][0]["in_run"] = "yes";
+    EXPECT_EQ(error_of(bad),
+              "snap.json: snapshots[1].other_processes[0].in_run: expected true or false, found "
+              "\"yes\"");
+  }
+  {
+    DocumentBuilder bad = known_document();
+    bad.json()["snapshots"][1]["other_processes_age_s"] = "soon";
+    EXPECT_EQ(error_of(bad),
+              "snap.json: snapshots[1].other_processes_age_s: expected seconds, found \"soon\"");
+  }
+}
+
 TEST(AttributionReader, IndicesOutOfRangeAreErrors) {
   {
     DocumentBuilder doc = known_document();

@@ -10,14 +10,11 @@
 #include <regex>
 
 #include "cli/attribution_documents.hpp"
+#include "cli/browser.hpp"
 #include "cli/command_runner.hpp"
 
 namespace gpumem::testing {
 namespace {
-
-bool have(const std::string& program) {
-  return run_command({"sh", "-c", "command -v " + program + " >/dev/null"}).exit_code == 0;
-}
 
 std::vector<std::string> attribution(std::vector<std::string> arguments) {
   arguments.insert(arguments.begin(), {gpumem_binary(), "attribution"});
@@ -105,34 +102,6 @@ TEST(AttributionCommand, GoToolPprofReadsTheProfileAndNamesTheTopFunction) {
   EXPECT_TRUE(std::regex_search(top.out,
                                 std::regex(R"(\n\s*0\s+0%\s+\S+\s+178257920B\s+85\.00%\s+main\n)")))
       << top.out;
-}
-
-// The figures the page shows, as the headless browser's DOM has them after the script ran.
-std::string element(const std::string& dom, const std::string& id) {
-  const std::regex pattern("<[^>]* id=\"" + id + "\"[^>]*>([^<]*)<");
-  std::smatch match;
-  return std::regex_search(dom, match, pattern) ? match[1].str() : "(no #" + id + ")";
-}
-
-std::string attribute(const std::string& dom, const std::string& id, const std::string& name) {
-  const std::regex pattern("<[^>]* id=\"" + id + "\"[^>]*" + name + "=\"([^\"]*)\"");
-  std::smatch match;
-  if (std::regex_search(dom, match, pattern)) return match[1].str();
-  const std::regex reversed("<[^>]* " + name + "=\"([^\"]*)\"[^>]* id=\"" + id + "\"");
-  return std::regex_search(dom, match, reversed) ? match[1].str() : "(none)";
-}
-
-std::vector<std::string> chromium(const std::string& folder, std::vector<std::string> arguments) {
-  std::vector<std::string> command{"env",
-                                   "HOME=" + folder,
-                                   "chromium",
-                                   "--headless",
-                                   "--no-sandbox",
-                                   "--disable-gpu",
-                                   "--no-first-run",
-                                   "--user-data-dir=" + folder + "/chromium"};
-  command.insert(command.end(), arguments.begin(), arguments.end());
-  return command;
 }
 
 TEST(AttributionCommand, TheHtmlReportShowsTheDocumentsFiguresInABrowser) {

@@ -89,6 +89,45 @@ TEST(AttributionTable, AnOutOfMemorySnapshotShowsTheRequestAndTheOtherProcesses)
       << table;
   EXPECT_NE(row_with(table, "other-job").find("777"), std::string::npos);
   EXPECT_NE(row_with(table, "other-job").find("130.0 GiB"), std::string::npos);
+  // Listed without saying when (another writer): the list, and no age.
+  EXPECT_NE(table.find("1 other process held 130.0 GiB on the device (NVML's list):"),
+            std::string::npos)
+      << table;
+}
+
+TEST(AttributionTable, SaysWhenTheOtherProcessesWereListedAndWhetherTheyWereTheRuns) {
+  DocumentBuilder doc = known_document();
+  doc.json()["snapshots"][1]["other_processes_age_s"] = 0.012;
+  doc.json()["snapshots"][1]["other_processes"][0]["in_run"] = true;
+  doc.json()["snapshots"][1]["other_processes"][0]["rank"] = 3;
+  doc.other_process(1, 778, "stranger", 2ll << 30);
+  const auto failure_table = [&doc] {
+    const attr::Document document = read(doc);
+    return attr::top_table(document, document.snapshots[1], 10, {});
+  };
+  std::string table = failure_table();
+  EXPECT_NE(table.find("2 other processes held 132.0 GiB on the device (NVML's list 12 ms before "
+                       "the failure):"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(row_with(table, "777").find("other-job (this run, rank 3)"), std::string::npos)
+      << table;
+  EXPECT_EQ(row_with(table, "778").find("this run"), std::string::npos) << table;
+
+  // Read, and nobody else there.
+  doc.json()["snapshots"][1]["other_processes"] = nlohmann::json::array();
+  table = failure_table();
+  EXPECT_NE(table.find("No other process held the device (NVML's list 12 ms before the failure)."),
+            std::string::npos)
+      << table;
+  // Not read: unknown, which is not the same as nobody.
+  doc.json()["snapshots"][1]["other_processes_age_s"] = nullptr;
+  table = failure_table();
+  EXPECT_NE(
+      table.find("Other processes on the device: unknown (NVML was not read at the failure)."),
+      std::string::npos)
+      << table;
+  EXPECT_EQ(table.find("No other process"), std::string::npos) << table;
 }
 
 TEST(AttributionTable, FitsTheWidthAndPrintsNoControlCharacters) {

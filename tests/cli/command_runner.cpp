@@ -80,6 +80,10 @@ std::string sim_tool() {
   return std::string(GPUMEM_SIM_DIR) + "/gpumem-sim";
 }
 
+bool have(const std::string& program) {
+  return run_command({"sh", "-c", "command -v '" + program + "' >/dev/null"}).exit_code == 0;
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   std::stringstream text;

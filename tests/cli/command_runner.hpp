@@ -26,6 +26,8 @@ CommandResult run_command(const std::vector<std::string>& argv,
 class BackgroundCommand {
  public:
   explicit BackgroundCommand(const std::vector<std::string>& argv);
+  BackgroundCommand(const BackgroundCommand&) = delete;
+  BackgroundCommand& operator=(const BackgroundCommand&) = delete;
   ~BackgroundCommand();
   pid_t pid() const { return pid_; }
   // Waits until its stdout holds `text`; false after `timeout`.
@@ -38,6 +40,9 @@ class BackgroundCommand {
   std::string out_path_;
   std::string err_path_;
 };
+
+// Whether `program` is on the PATH.
+bool have(const std::string& program);
 
 std::string read_file(const std::string& path);
 // A fresh empty folder for a test's files.

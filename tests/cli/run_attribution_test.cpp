@@ -5,20 +5,20 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "cli/browser.hpp"
 #include "cli/command_runner.hpp"
+#include "format.hpp"
 #include "support/sim_gpu.hpp"
 
 namespace gpumem::testing {
 namespace {
 
 constexpr std::int64_t kWeights = 1536 * MiB;  // load_weights' two blocks
-
-bool have(const std::string& program) {
-  return run_command({"sh", "-c", "command -v " + program}).exit_code == 0;
-}
 
 struct AttributedRun {
   std::string folder;
@@ -106,6 +106,199 @@ TEST(RunAttribution, OutOfMemoryNamesTheFunctionThatHeldTheMost) {
   const std::string html = read_file(run.folder + "/r.html");
   EXPECT_NE(html.find("load_weights"), std::string::npos);
   EXPECT_NE(html.find(std::to_string(kWeights)), std::string::npos);
+}
+
+const nlohmann::json* snapshot_of(const nlohmann::json& document, const std::string& what) {
+  for (const auto& snapshot : document["snapshots"]) {
+    if (snapshot["what"] == what) return &snapshot;
+  }
+  return nullptr;
+}
+
+const nlohmann::json* other_with_pid(const nlohmann::json& snapshot, long long pid) {
+  for (const auto& other : snapshot["other_processes"]) {
+    if (other["pid"] == pid) return &other;
+  }
+  return nullptr;
+}
+
+// A run that fails while another process (outside the run, on the GPU before it started) holds
+// 2 GiB and another of the run's own processes (rank 1) holds 256 MiB of the same device.
+struct CrowdedRun {
+  std::string folder;
+  BackgroundCommand outsider;
+  CommandResult result;
+};
+
+std::unique_ptr<CrowdedRun> run_out_of_memory_among_others() {
+  const std::string folder = temporary_folder();
+  auto run = std::unique_ptr<CrowdedRun>(new CrowdedRun{
+      folder,
+      BackgroundCommand({sim_tool(), "workload", "alloc a 2GiB; print ready; sleep 60s"}),
+      {}});
+  if (!run->outsider.wait_for_output("ready")) return run;
+  const std::string sibling = "RANK=1 '" + sim_tool() +
+                              "' workload 'alloc b 256MiB; print sibling-ready; sleep 1500ms' & "
+                              "while ! grep -q sibling-ready " +
+                              folder +
+                              "/sibling.out 2>/dev/null; "
+                              "do sleep 0.01; done; sleep 0.2; exec '" GPUMEM_OOM_PROGRAM "'";
+  run->result = run_command({gpumem_binary(), "run", "--attribute", folder + "/a.json", "--html",
+                             folder + "/r.html", "--", "sh", "-c",
+                             "exec > " + folder + "/sibling.out; " + sibling});
+  return run;
+}
+
+// Who else held the device at the failure, with what NVML showed each holding (the test
+// devices' contexts cost nothing); the process that failed is not among them.
+TEST(RunAttribution, TheFailureNamesWhoElseHeldTheDevice) {
+  SimGpu gpu;
+  const std::unique_ptr<CrowdedRun> run = run_out_of_memory_among_others();
+  const std::string& folder = run->folder;
+  const BackgroundCommand& outsider = run->outsider;
+  const CommandResult& result = run->result;
+  ASSERT_EQ(result.exit_code, 1) << result.err;
+  const std::string text = read_file(folder + "/a.json");
+  ASSERT_FALSE(text.empty()) << result.err;
+  const nlohmann::json document = nlohmann::json::parse(text);
+  const nlohmann::json* oom = snapshot_of(document, "oom");
+  ASSERT_NE(oom, nullptr) << document.dump(2);
+
+  ASSERT_TRUE((*oom)["other_processes_age_s"].is_number()) << oom->dump(2);
+  // The monitor samples every 10 ms: the list it read last before the failure is recent.
+  EXPECT_GE((*oom)["other_processes_age_s"].get<double>(), 0.0);
+  EXPECT_LT((*oom)["other_processes_age_s"].get<double>(), 1.0);
+  ASSERT_EQ((*oom)["other_processes"].size(), 2u) << oom->dump(2);
+  const nlohmann::json* outside = other_with_pid(*oom, outsider.pid());
+  ASSERT_NE(outside, nullptr) << oom->dump(2);
+  EXPECT_EQ((*outside)["used_bytes"], 2048 * MiB);
+  EXPECT_EQ((*outside)["name"], "gpumem-sim");
+  EXPECT_EQ((*outside)["in_run"], false);
+  EXPECT_TRUE((*outside)["rank"].is_null());
+  const nlohmann::json* in_run = nullptr;
+  for (const auto& other : (*oom)["other_processes"]) {
+    if (other["in_run"] == true) in_run = &other;
+  }
+  ASSERT_NE(in_run, nullptr) << oom->dump(2);
+  EXPECT_EQ((*in_run)["used_bytes"], 256 * MiB);
+  EXPECT_EQ((*in_run)["rank"], 1);
+  EXPECT_EQ((*in_run)["name"], "gpumem-sim");
+  EXPECT_EQ(other_with_pid(*oom, (*oom)["pid"].get<long long>()), nullptr)
+      << "the failing process is not another process";
+  // The failure sits on the run's clock: within the run, after the sibling was ready.
+  EXPECT_GT((*oom)["time_s"].get<double>(), 0.2);
+
+  const std::string& err = result.err;
+  const auto oom_at = err.find("ran out of memory");
+  ASSERT_NE(oom_at, std::string::npos) << err;
+  EXPECT_NE(err.find("2 other processes held 2.2 GiB on the device (NVML's list", oom_at),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("gpumem-sim (this run, rank 1)", oom_at), std::string::npos) << err;
+  EXPECT_NE(err.find(std::to_string(outsider.pid()), oom_at), std::string::npos) << err;
+}
+
+// The run's HTML report in a real browser: the figures it shows are the run document's.
+TEST(RunAttribution, TheRunsHtmlReportShowsItsFiguresInABrowser) {
+  if (!have("chromium")) GTEST_SKIP() << "chromium (Debian's chromium) is not installed";
+  SimGpu gpu;
+  const std::unique_ptr<CrowdedRun> run = run_out_of_memory_among_others();
+  ASSERT_EQ(run->result.exit_code, 1) << run->result.err;
+  const std::string& folder = run->folder;
+  const nlohmann::json document = nlohmann::json::parse(read_file(folder + "/a.json"));
+  const nlohmann::json* peak = snapshot_of(document, "peak");
+  const nlohmann::json* oom = snapshot_of(document, "oom");
+  ASSERT_NE(peak, nullptr);
+  ASSERT_NE(oom, nullptr);
+  std::int64_t others = 0;
+  for (const auto& other : (*oom)["other_processes"])
+    others += other["used_bytes"].get<std::int64_t>();
+  ASSERT_EQ(others, 2304 * MiB);
+  // The timeline's highest step, where the report marks the peak.
+  ASSERT_EQ(document["timeline"].size(), 1u);
+  double peak_time = 0;
+  std::int64_t highest = 0;
+  for (const auto& step : document["timeline"][0]["steps"]) {
+    if (step[1].get<std::int64_t>() > highest) {
+      highest = step[1].get<std::int64_t>();
+      peak_time = step[0].get<double>();
+    }
+  }
+
+  const std::string html = folder + "/r.html";
+  const CommandResult dom =
+      run_command(chromium(folder, {"--virtual-time-budget=5000", "--dump-dom", "file://" + html}),
+                  std::chrono::seconds(60));
+  ASSERT_EQ(dom.exit_code, 0) << dom.err;
+  EXPECT_NE(dom.out.find("data-ready=\"yes\""), std::string::npos) << dom.out.substr(0, 2000);
+  // Among several peaks the report shows the highest (here: the one process's own).
+  EXPECT_EQ(attribute(dom.out, "peak-level", "data-bytes"),
+            std::to_string((*peak)["level_bytes"].get<std::int64_t>()));
+  EXPECT_EQ(element(dom.out, "peak-top-function").rfind("load_weights", 0), 0u)
+      << element(dom.out, "peak-top-function");
+  EXPECT_EQ(attribute(dom.out, "peak-blocks", "data-count"),
+            std::to_string((*peak)["blocks"].size()));
+  EXPECT_EQ(attribute(dom.out, "oom-request", "data-bytes"), std::to_string(std::int64_t{1} << 40));
+  EXPECT_EQ(element(dom.out, "oom-request"), "1.0 TiB");
+  EXPECT_EQ(element(dom.out, "oom-top-function").rfind("load_weights", 0), 0u);
+  EXPECT_EQ(attribute(dom.out, "oom-blocks", "data-count"),
+            std::to_string((*oom)["blocks"].size()));
+  // Who else held the device, as the document says.
+  EXPECT_EQ(attribute(dom.out, "oom-others", "data-bytes"), std::to_string(others));
+  EXPECT_EQ(attribute(dom.out, "oom-others", "data-count"), "2");
+  EXPECT_EQ(element(dom.out, "oom-others"), "2.3 GiB");
+  EXPECT_EQ(
+      element(dom.out, "panel-oom-others").rfind("2.3 GiB in 2 other processes (NVML's list", 0),
+      0u)
+      << element(dom.out, "panel-oom-others");
+  EXPECT_NE(dom.out.find("yes, rank 1"), std::string::npos);
+  EXPECT_NE(dom.out.find(">" + std::to_string(run->outsider.pid()) + "<"), std::string::npos);
+  // The timeline marks the run's peak and the failure, on the run's clock.
+  const std::string label =
+      "peak " + cli::format_bytes(highest) + " at " + cli::format_seconds(peak_time);
+  EXPECT_NE(dom.out.find(label), std::string::npos) << label;
+  EXPECT_NE(dom.out.find("class=\"mark oom\""), std::string::npos);
+
+  const std::string screenshot = folder + "/run-report.png";
+  const CommandResult shot =
+      run_command(chromium(folder, {"--window-size=1280,1400", "--virtual-time-budget=5000",
+                                    "--screenshot=" + screenshot, "file://" + html}),
+                  std::chrono::seconds(60));
+  ASSERT_EQ(shot.exit_code, 0) << shot.err;
+  const std::string png = read_file(screenshot);
+  ASSERT_GT(png.size(), 20000u) << "a blank page?";
+  EXPECT_EQ(png.substr(0, 8), "\x89PNG\r\n\x1a\n");
+  std::cout << "screenshot: " << screenshot << "\n";
+}
+
+// A process with its own CUDA_VISIBLE_DEVICES calls gpumem's GPU 1 its device 0: the document
+// names the GPU it really used, by UUID, with gpumem's ordinal (the one the summary uses).
+TEST(RunAttribution, ProcessesDevicesAreFoundByUuid) {
+  SimGpu gpu;
+  const std::string folder = temporary_folder();
+  const CommandResult result =
+      run_command({gpumem_binary(), "run", "--attribute", folder + "/a.json", "--", "env",
+                   "CUDA_VISIBLE_DEVICES=1", GPUMEM_OOM_PROGRAM});
+  ASSERT_EQ(result.exit_code, 1) << result.err;
+  const nlohmann::json document = nlohmann::json::parse(read_file(folder + "/a.json"));
+  const CommandResult listed = run_command({gpumem_binary(), "list", "--json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const nlohmann::json gpus = nlohmann::json::parse(listed.out);
+  std::string uuid_of_1;
+  for (const auto& device : gpus["devices"]) {
+    if (device["device"] == 1) uuid_of_1 = device["uuid"].get<std::string>();
+  }
+  ASSERT_FALSE(uuid_of_1.empty()) << listed.out;
+  ASSERT_EQ(document["devices"].size(), 1u) << document.dump(2);
+  EXPECT_EQ(document["devices"][0]["ordinal"], 1);
+  EXPECT_EQ(document["devices"][0]["uuid"], uuid_of_1);
+  EXPECT_EQ(document["devices"][0]["name"], "NVIDIA A100-SXM4-40GB");
+  for (const auto& snapshot : document["snapshots"]) EXPECT_EQ(snapshot["device"], 1);
+  ASSERT_EQ(document["timeline"].size(), 1u);
+  EXPECT_EQ(document["timeline"][0]["device"], 1);
+  EXPECT_NE(result.err.find("out-of-memory failure on GPU 1 (NVIDIA A100-SXM4-40GB)"),
+            std::string::npos)
+      << result.err;
 }
 
 TEST(RunAttribution, TheViewsReadTheRunsDocument) {

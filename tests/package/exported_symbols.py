@@ -19,6 +19,7 @@ SEAMS = {
     "gpumem::detail::run_attribution_peaks",
     "gpumem::support::record_diagnostic",
     "gpumem::driver::device_uuid",
+    "gpumem::driver::uuid_text",
     "gpumem::procfs::pid_namespace",
     "gpumem::procfs::namespace_pids",
     "gpumem::procfs::in_initial_pid_namespace",

@@ -3,6 +3,8 @@ that allocated (the frame provider), against the simulated GPU."""
 
 import json
 
+from conftest import SIM_DIR
+
 SETUP = """
 import json
 import gpumem
@@ -101,7 +103,8 @@ except MemoryError:
     pass
 oom = gpumem.last_oom()
 emit(snapshot=mtrace.peak_snapshot() is None, attributed=oom.attributed, blocks=oom.blocks,
-     request=oom.failure["bytes"], top=oom.top_function(), report=oom.describe())
+     request=oom.failure["bytes"], top=oom.top_function(), report=oom.describe(),
+     others=oom.other_processes, age=oom.other_processes_age_s)
 """)
     assert result["snapshot"] is True
     assert result["attributed"] is False
@@ -110,6 +113,35 @@ emit(snapshot=mtrace.peak_snapshot() is None, attributed=oom.attributed, blocks=
     assert result["top"] is None
     assert result["report"][0].startswith("gpumem: out of memory: 204800.0 MB requested on GPU 0")
     assert result["report"][1:] == ["  (no blocks recorded: attribution was off)"]
+
+    assert result["others"] == []
+    assert result["age"] == 0.0  # NVML was read at the failure: nobody else, known
+
+
+def test_out_of_memory_names_the_other_processes_on_the_device(sim):
+    tool = SIM_DIR / "gpumem-sim"
+    result = sim.run(SETUP + f"""
+import subprocess
+other = subprocess.Popen([{str(tool)!r}, "workload", "alloc a 700MiB; print ready; sleep 60s"],
+                         stdout=subprocess.PIPE, text=True)
+assert other.stdout.readline().strip() == "ready"
+mtrace = GPUMemTrace(attribute=True, on_exit_report=False)
+load_weights()
+try:
+    allocate(nbytes=200 * 1024 * MB)
+except MemoryError:
+    pass
+oom = gpumem.last_oom()
+other.kill()
+other.wait()
+emit(others=oom.other_processes, age=oom.other_processes_age_s, pid=other.pid,
+     report=oom.describe())
+""")
+    assert result["age"] == 0.0
+    assert result["others"] == [{"pid": result["pid"], "name": "gpumem-sim",
+                                 "used_bytes": 700 * 2**20}]
+    assert result["report"][-1] == (f"  other processes on the device held 700.0 MB: "
+                                    f"pid {result['pid']} gpumem-sim 700.0 MB")
 
 
 def test_a_python_thread_names_its_own_frames(sim):

@@ -30,13 +30,14 @@ class AttributionFolder {
   std::string path_;
 };
 
-// The processes' documents in `folder` as one: their frames and stacks appended and reindexed,
-// the devices named from `devices` by ordinal, and the exact timeline. `warnings` gets a line
-// per file that could not be read.
+// The processes' documents in `folder` as one: their frames and stacks appended and reindexed;
+// each process's devices found among the monitor's by UUID and numbered as gpumem numbers them
+// (a device it does not measure gets an ordinal after them); the times moved onto the run's
+// clock; each out-of-memory failure given the device's other processes as the monitor's NVML
+// sample nearest before it listed them; and the exact timeline. `warnings` gets a line per file
+// that could not be read. Call after monitor.stop().
 attribution::Document combine_attribution(const std::string& folder, const std::string& command,
-                                          const std::string& host,
-                                          const std::vector<DeviceInfo>& devices,
-                                          const std::vector<TimelineRow>& timeline,
+                                          const std::string& host, const RunMonitor& monitor,
                                           std::vector<std::string>* warnings);
 
 // What the terminal summary adds: the top stacks at the highest peak and at each

@@ -333,7 +333,6 @@ int run_command(RunOptions options) {
       return 2;
     }
   }
-  const std::vector<DeviceInfo> measured_devices = measured;
   RunMonitor monitor(std::move(measured), inject.empty() ? nullptr : counters_file.counters(),
                      !options.timeline_path.empty() || !options.plot_path.empty() || attributing);
   monitor.baseline();
@@ -371,9 +370,8 @@ int run_command(RunOptions options) {
   std::optional<attribution::Document> attribution;
   if (attributing) {
     std::vector<std::string> warnings;
-    attribution =
-        combine_attribution(attribution_folder.path(), joined_command(options.command),
-                            options.host, measured_devices, monitor.timeline(), &warnings);
+    attribution = combine_attribution(attribution_folder.path(), joined_command(options.command),
+                                      options.host, monitor, &warnings);
     for (const std::string& warning : warnings) unmeasured += "gpumem: " + warning + "\n";
     unmeasured += attribution_summary(*attribution, 5);
   }

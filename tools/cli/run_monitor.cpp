@@ -4,12 +4,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <optional>
 
 #include "child_process.hpp"
+#include "gpumem/internal/device_uuid.hpp"
 #include "snapshot.hpp"
 
 namespace gpumem::cli {
@@ -89,8 +91,9 @@ void RunMonitor::baseline() {
     const auto used = gpu_mem_get_used_bytes_fast(track.handle);
     track.device_start = used ? static_cast<std::int64_t>(*used) : 0;
     track.device_peak = track.device_end = track.device_start;
-    for (const ProcessMemory& process : device_processes(track.info.ordinal))
-      baseline_processes_.push_back(process);
+    const std::vector<ProcessMemory> listed = device_processes(track.info.ordinal);
+    holders_.add(track.info.ordinal, monotonic_ns(), listed);
+    baseline_processes_.insert(baseline_processes_.end(), listed.begin(), listed.end());
   }
 }
 
@@ -201,13 +204,9 @@ std::vector<RunMonitor::UnmeasuredDevice> RunMonitor::unmeasured_devices() const
     if (device.state.load(std::memory_order_acquire) != run::kDeviceNamed) continue;
     const std::int64_t peak = device.peak.load(std::memory_order_relaxed);
     if (peak <= 0 || std::find(slots_.begin(), slots_.end(), slot) != slots_.end()) continue;
-    char text[40];
-    const unsigned char* b = device.uuid;
-    std::snprintf(text, sizeof text,
-                  "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-                  b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-                  b[14], b[15]);
-    found.push_back({text, peak});
+    std::array<unsigned char, 16> bytes{};
+    std::memcpy(bytes.data(), device.uuid, bytes.size());
+    found.push_back({driver::uuid_text(bytes), peak});
   }
   return found;
 }
@@ -331,6 +330,7 @@ void RunMonitor::sample(bool final) {
     // for context memory.
     std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> held = held_now(slot);
     const std::vector<ProcessMemory> listed = device_processes(ordinal);
+    holders_.add(ordinal, monotonic_ns(), listed);
     for (auto& [key, reading] : held) reading.after = events_held(key, slot).value_or(-1);
     pids_->observe(listed, held);
     for (const ProcessMemory& process : listed) {

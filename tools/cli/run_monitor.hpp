@@ -18,6 +18,7 @@
 
 #include "gpumem/device.hpp"
 #include "gpumem/memory.hpp"
+#include "holder_history.hpp"
 #include "pid_mapper.hpp"
 #include "rank_tracker.hpp"
 #include "run_counters.hpp"
@@ -96,6 +97,8 @@ class RunMonitor {
   void stop();
 
   double elapsed_s() const;
+  // When the command started, on the monotonic clock: the timeline's zero.
+  std::int64_t start_ns() const { return start_ns_; }
   std::size_t samples() const { return samples_; }
   const std::vector<DeviceTrack>& devices() const { return devices_; }
   // Every sample and, in exact mode, the exact level's steps, in no particular order.
@@ -117,6 +120,8 @@ class RunMonitor {
   }
   // How NVML's pids were matched to the command's processes; null before start().
   const PidMapper* pids() const { return pids_.get(); }
+  // NVML's process list of every measured device at every sample (and before the start).
+  const HolderHistory& holders() const { return holders_; }
   // The ranks of the GPU processes (from their environments) and their peaks per device.
   std::vector<RankPeaks> rank_peaks() const { return ranks_.ranks(); }
 
@@ -143,6 +148,7 @@ class RunMonitor {
   std::int64_t stop_ns_ = 0;
   std::unique_ptr<PidMapper> pids_;
   std::vector<ProcessMemory> baseline_processes_;
+  HolderHistory holders_;
   std::mutex stop_mutex_;
   std::condition_variable stop_signal_;
   bool stopping_ = false;

@@ -163,7 +163,10 @@ constexpr const char* kAttributionDirVariable = "GPUMEM_RUN_ATTRIBUTION_DIR";
 std::string attribution_file(const char* what) {
   const char* dir = std::getenv(kAttributionDirVariable);
   if (dir == nullptr || *dir == '\0') return {};
-  return std::string(dir) + "/" + what + "-" + std::to_string(::getpid()) + ".json";
+  // Named as the process names itself (its pid and pid namespace), so the run can tell which
+  // of NVML's processes wrote it.
+  return std::string(dir) + "/" + what + "-" + std::to_string(::getpid()) + "-" +
+         std::to_string(gpumem::run::own_pid_namespace()) + ".json";
 }
 
 // The process that started attribution: a forked child inherits its recorder's blocks and peak,

@@ -109,6 +109,19 @@ class Object {
     return value.get<double>();
   }
 
+  std::optional<double> optional_seconds(const char* name) const {
+    const Json* value = find(name);
+    if (value == nullptr || value->is_null()) return std::nullopt;
+    return seconds(name);
+  }
+
+  std::optional<bool> optional_flag(const char* name) const {
+    const Json* value = find(name);
+    if (value == nullptr || value->is_null()) return std::nullopt;
+    if (!value->is_boolean()) fail(name, "expected true or false, found " + shown(*value));
+    return value->get<bool>();
+  }
+
   const Json& list(const char* name, bool required = true) const {
     static const Json empty = Json::array();
     const Json* value = find(name);
@@ -178,6 +191,9 @@ Snapshot read_snapshot(const Object& object, std::size_t stacks,
   snapshot.pid = object.optional_integer("pid", 0, kMaxInt);
   snapshot.device = static_cast<int>(*object.optional_integer("device", 0, kMaxInt, true));
   snapshot.time_s = object.seconds("time_s");
+  snapshot.monotonic_ns =
+      object.optional_integer("monotonic_ns", std::numeric_limits<std::int64_t>::min(),
+                              std::numeric_limits<std::int64_t>::max());
   snapshot.level_bytes = object.bytes("level_bytes");
   snapshot.live_bytes = object.bytes("live_bytes");
   const Json& blocks = object.list("blocks");
@@ -209,10 +225,12 @@ Snapshot read_snapshot(const Object& object, std::size_t stacks,
   const Json& others = object.list("other_processes", false);
   for (std::size_t at = 0; at < others.size(); ++at) {
     const Object entry(others[at], object.item("other_processes", at) + ".");
-    snapshot.other_processes.push_back({*entry.optional_integer("pid", 0, kMaxInt, true),
-                                        entry.optional_text("name").value_or(""),
-                                        entry.optional_bytes("used_bytes")});
+    snapshot.other_processes.push_back(
+        {*entry.optional_integer("pid", 0, kMaxInt, true), entry.optional_text("name").value_or(""),
+         entry.optional_bytes("used_bytes"), entry.optional_flag("in_run"),
+         entry.optional_integer("rank", 0, kMaxInt)});
   }
+  snapshot.other_processes_age_s = object.optional_seconds("other_processes_age_s");
   return snapshot;
 }
 

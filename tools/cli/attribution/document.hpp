@@ -49,9 +49,13 @@ struct Failure {
 };
 
 struct OtherProcess {
-  std::int64_t pid = 0;
+  std::int64_t pid = 0;  // as NVML lists it
   std::string name;
   std::optional<std::int64_t> used_bytes;
+  // `gpumem run`'s documents: whether the process was one of the measured command's, and its
+  // rank (from its environment); nullopt in a library document, or where it is not known.
+  std::optional<bool> in_run;
+  std::optional<std::int64_t> rank;
 };
 
 struct Snapshot {
@@ -60,11 +64,15 @@ struct Snapshot {
   std::optional<std::int64_t> pid;
   int device = 0;
   double time_s = 0;
+  std::optional<std::int64_t> monotonic_ns;  // the same moment on the host's monotonic clock
   std::int64_t level_bytes = 0;
   std::int64_t live_bytes = 0;
   std::vector<Block> blocks;
   std::optional<Failure> failure;
   std::vector<OtherProcess> other_processes;
+  // How long before the failure NVML's list was read; nullopt: it was not, and who else held
+  // the device is unknown.
+  std::optional<double> other_processes_age_s;
 
   // What the level holds beyond the blocks it names (never below zero; see Document::warnings).
   std::int64_t held_without_block() const {

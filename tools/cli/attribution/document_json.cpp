@@ -47,20 +47,26 @@ nlohmann::ordered_json document_json(const Document& document) {
                  {"free_bytes", entry.free_bytes}, {"total_bytes", entry.total_bytes}};
     }
     Json others = Json::array();
-    for (const OtherProcess& process : snapshot.other_processes)
-      others.push_back({{"pid", process.pid},
-                        {"name", process.name},
-                        {"used_bytes", or_null(process.used_bytes)}});
+    for (const OtherProcess& process : snapshot.other_processes) {
+      Json other = {{"pid", process.pid},
+                    {"name", process.name},
+                    {"used_bytes", or_null(process.used_bytes)}};
+      if (process.in_run) other["in_run"] = *process.in_run;
+      if (process.in_run) other["rank"] = or_null(process.rank);
+      others.push_back(std::move(other));
+    }
     snapshots.push_back({{"what", snapshot.what},
                          {"scope", or_null(snapshot.scope)},
                          {"pid", or_null(snapshot.pid)},
                          {"device", snapshot.device},
                          {"time_s", snapshot.time_s},
+                         {"monotonic_ns", or_null(snapshot.monotonic_ns)},
                          {"level_bytes", snapshot.level_bytes},
                          {"live_bytes", snapshot.live_bytes},
                          {"blocks", std::move(blocks)},
                          {"failure", std::move(failure)},
-                         {"other_processes", std::move(others)}});
+                         {"other_processes", std::move(others)},
+                         {"other_processes_age_s", or_null(snapshot.other_processes_age_s)}});
   }
   Json timeline = Json::array();
   for (const Timeline& series : document.timeline) {

@@ -50,6 +50,16 @@ const char* const kReportScript = R"js(
     const d = doc.devices.find((x) => x.ordinal === ordinal);
     return d && d.name ? d.name : "";
   }
+  // Whether NVML's list of the other processes was read: a document from elsewhere may list
+  // them without saying when.
+  function othersRead(s) { return typeof s.other_processes_age_s === "number" || s.other_processes.length > 0; }
+  function whenListed(age) {
+    if (typeof age !== "number") return "";
+    if (age === 0) return " at the failure";
+    return " " + fmtSeconds(Math.abs(age)) + (age > 0 ? " before the failure" : " after the failure");
+  }
+  function othersHeld(s) { return s.other_processes.reduce((sum, p) => sum + (p.used_bytes || 0), 0); }
+
   function describe(s) {
     let text = s.what === "oom" ? "out-of-memory failure" : "peak";
     if (s.scope !== null) text += " of scope " + s.scope;
@@ -252,15 +262,23 @@ const char* const kReportScript = R"js(
       const by = f.stack === null ? "" : doc.stacks[f.stack].length ? ", requested by " + frameLabel(doc.frames[doc.stacks[f.stack][0]]) : "";
       section.append(el("div", { class: "failure" }, "The request that failed: " + fmtBytes(f.bytes) + " (" + f.kind + ") with " +
         f.error + by + "; the device had " + fmtBytes(f.free_bytes) + " free of " + fmtBytes(f.total_bytes) + "."));
-      if (s.other_processes.length) {
-        section.append(el("h3", {}, "Other processes on the device"));
+      section.append(el("h3", {}, "Other processes on the device"));
+      if (!othersRead(s)) {
+        section.append(el("p", { class: "muted", id: id + "-others" }, "Unknown: NVML was not read at the failure."));
+      } else if (!s.other_processes.length) {
+        section.append(el("p", { class: "muted", id: id + "-others" }, "None (NVML's list" + whenListed(s.other_processes_age_s) + ")."));
+      } else {
+        section.append(el("p", { class: "muted", id: id + "-others" }, fmtBytes(othersHeld(s)) + " in " + s.other_processes.length +
+          " other process" + (s.other_processes.length === 1 ? "" : "es") + " (NVML's list" + whenListed(s.other_processes_age_s) + ")."));
         const table = el("table", { class: "others" });
-        const head = el("tr"); head.append(el("th", { class: "num" }, "pid"), el("th", {}, "process"), el("th", { class: "num" }, "memory"));
+        const head = el("tr"); head.append(el("th", { class: "num" }, "pid"), el("th", {}, "process"), el("th", {}, "of this run"), el("th", { class: "num" }, "memory"));
         table.append(head);
         for (const p of s.other_processes) {
           const tr = el("tr");
-          tr.append(el("td", { class: "num" }, String(p.pid)), el("td", { class: "code" }, p.name || "?"),
-                    el("td", { class: "num" }, p.used_bytes === null ? "n/a" : fmtBytes(p.used_bytes)));
+          const run = p.in_run === undefined ? "?" : p.in_run ? (p.rank === null || p.rank === undefined ? "yes" : "yes, rank " + p.rank) : "no";
+          tr.append(el("td", { class: "num" }, String(p.pid)), el("td", { class: "code" }, p.name || "?"), el("td", {}, run),
+                    el("td", Object.assign({ class: "num" }, p.used_bytes === null ? {} : { "data-bytes": p.used_bytes }),
+                       p.used_bytes === null ? "n/a" : fmtBytes(p.used_bytes)));
           table.append(tr);
         }
         section.append(table);
@@ -293,7 +311,11 @@ const char* const kReportScript = R"js(
       cards.append(card("oom", "Failed request", "oom-request", s.failure ? fmtBytes(s.failure.bytes) : "?",
                         { "data-bytes": s.failure ? s.failure.bytes : "" }),
                    card("code", "Held most at the failure", "oom-top-function", topFunction(s)),
-                   card("", "Live blocks at the failure", "oom-blocks", String(s.blocks.length), { "data-count": s.blocks.length }));
+                   card("", "Live blocks at the failure", "oom-blocks", String(s.blocks.length), { "data-count": s.blocks.length }),
+                   !othersRead(s)
+                     ? card("", "Other processes held", "oom-others", "unknown", { "data-bytes": "" })
+                     : card("", "Other processes held", "oom-others", fmtBytes(othersHeld(s)),
+                            { "data-bytes": othersHeld(s), "data-count": s.other_processes.length }));
     }
     if (chosen.peak === null && chosen.oom === null) cards.append(el("p", { class: "muted" }, "The document holds no snapshot."));
   }

@@ -1,4 +1,6 @@
+#include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "attribution/stacks.hpp"
 #include "attribution/views.hpp"
@@ -38,6 +40,48 @@ std::string callers(const Document& document, const std::vector<std::size_t>& st
 std::string fit_line(const std::string& text, const TextOptions& options,
                      const std::string& ellipsis) {
   return (options.width ? truncate_to_width(text, *options.width, ellipsis) : text) + "\n";
+}
+
+// When NVML's list of the other processes was read, against the failure.
+std::string when_listed(double age_s) {
+  if (age_s == 0) return "at the failure";
+  return format_seconds(std::abs(age_s)) +
+         (age_s > 0 ? " before the failure" : " after the failure");
+}
+
+// Who else held the device at an out-of-memory failure, as NVML listed them.
+std::string others_table(const Snapshot& snapshot, const TextOptions& options,
+                         const std::string& ellipsis) {
+  const bool read = snapshot.other_processes_age_s || !snapshot.other_processes.empty();
+  if (!read)
+    return fit_line("Other processes on the device: unknown (NVML was not read at the failure).",
+                    options, ellipsis);
+  // A document from elsewhere may list them without saying when.
+  const std::string when = snapshot.other_processes_age_s
+                               ? " " + when_listed(*snapshot.other_processes_age_s)
+                               : std::string();
+  if (snapshot.other_processes.empty())
+    return fit_line("No other process held the device (NVML's list" + when + ").", options,
+                    ellipsis);
+  std::int64_t held = 0;
+  FitLayout others{{{">PID"}, {"OTHER PROCESS ON THE DEVICE", {}, {}, 8}, {">MEMORY"}}, {}};
+  for (const OtherProcess& process : snapshot.other_processes) {
+    std::string name = process.name.empty() ? "?" : printable(process.name);
+    if (process.in_run.value_or(false))
+      name +=
+          process.rank ? " (this run, rank " + std::to_string(*process.rank) + ")" : " (this run)";
+    others.columns[0].cells.push_back(std::to_string(process.pid));
+    others.columns[1].cells.push_back(std::move(name));
+    others.columns[2].cells.push_back(process.used_bytes ? format_bytes(*process.used_bytes)
+                                                         : "n/a");
+    // A document's figures may be anything its checks let through: saturate, never overflow.
+    if (__builtin_add_overflow(held, process.used_bytes.value_or(0), &held))
+      held = std::numeric_limits<std::int64_t>::max();
+  }
+  return fit_line(plural(snapshot.other_processes.size(), "other process", "other processes") +
+                      " held " + format_bytes(held) + " on the device (NVML's list" + when + "):",
+                  options, ellipsis) +
+         fit_table(others, options.width, ellipsis);
 }
 
 }  // namespace
@@ -122,21 +166,7 @@ std::string top_table(const Document& document, const Snapshot& snapshot, std::s
     out += fit_table(layout, options.width, ellipsis);
   }
 
-  if (snapshot.what == "oom") {
-    out += "\n";
-    if (snapshot.other_processes.empty()) {
-      out += "No other process held the device (or NVML was not read).\n";
-    } else {
-      FitLayout others{{{">PID"}, {"OTHER PROCESS ON THE DEVICE", {}, {}, 8}, {">MEMORY"}}, {}};
-      for (const OtherProcess& process : snapshot.other_processes) {
-        others.columns[0].cells.push_back(std::to_string(process.pid));
-        others.columns[1].cells.push_back(process.name.empty() ? "?" : printable(process.name));
-        others.columns[2].cells.push_back(process.used_bytes ? format_bytes(*process.used_bytes)
-                                                             : "n/a");
-      }
-      out += fit_table(others, options.width, ellipsis);
-    }
-  }
+  if (snapshot.what == "oom") out += "\n" + others_table(snapshot, options, ellipsis);
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <optional>
+#include <string>
 
 // A seam for gpumem's own tools (the gpumem_internal target): exported from libgpumem.so so that
 // they share its engine, never installed.
@@ -16,6 +17,10 @@ namespace gpumem::driver {
 // this process: a MIG device's own UUID for a MIG device. std::nullopt when the driver is not
 // loaded, lacks the call, or refuses the ordinal. Never throws; thread-safe.
 std::optional<std::array<unsigned char, 16>> device_uuid(int ordinal) noexcept;
+
+// The 16 bytes as NVML writes a UUID's hex, without its "GPU-" or "MIG-" prefix (the bytes do
+// not say which): "bbbbbbbb-2222-4000-8000-000000000001".
+std::string uuid_text(const std::array<unsigned char, 16>& bytes);
 
 }  // namespace gpumem::driver
 

@@ -1,0 +1,19 @@
+// Loading an HTML report in headless Chromium (Debian's chromium) and reading back what its
+// script drew: the DOM after the script ran, one element's text or attribute by id.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gpumem::testing {
+
+// The command line that runs headless Chromium with `arguments` ("--dump-dom", a file:// URL),
+// its profile and home under `folder`.
+std::vector<std::string> chromium(const std::string& folder, std::vector<std::string> arguments);
+
+// The text of the element with id `id` in a dumped DOM, or "(no #id)".
+std::string element(const std::string& dom, const std::string& id);
+// The value of attribute `name` of the element with id `id`, or "(none)".
+std::string attribute(const std::string& dom, const std::string& id, const std::string& name);
+
+}  // namespace gpumem::testing
