@@ -117,9 +117,7 @@ TEST(AttributionCommand, TheHtmlReportShowsTheDocumentsFiguresInABrowser) {
   const CommandResult written = run_command(attribution({path, "--html", html}));
   ASSERT_EQ(written.exit_code, 0) << written.err;
 
-  const CommandResult dom =
-      run_command(chromium(folder, {"--virtual-time-budget=5000", "--dump-dom", "file://" + html}),
-                  std::chrono::seconds(60));
+  const CommandResult dom = dump_dom(folder, "file://" + html);
   ASSERT_EQ(dom.exit_code, 0) << dom.err;
   EXPECT_NE(dom.out.find("data-ready=\"yes\""), std::string::npos) << dom.out.substr(0, 2000);
   EXPECT_EQ(attribute(dom.out, "peak-level", "data-bytes"), std::to_string(200 * kMiB + 4096));
@@ -148,11 +146,8 @@ TEST(AttributionCommand, TheHtmlReportShowsTheDocumentsFiguresInABrowser) {
 
   // A link to a box (what a click on it puts in the address bar) opens the snapshot zoomed into
   // that box, and lists only the blocks under it: train_step's two.
-  const CommandResult linked = run_command(
-      chromium(folder,
-               {"--virtual-time-budget=5000", "--dump-dom",
-                "file://" + html + "#snapshot=0&focus=%5B%22main%22%2C%22train_step%22%5D"}),
-      std::chrono::seconds(60));
+  const CommandResult linked =
+      dump_dom(folder, "file://" + html + "#snapshot=0&focus=%5B%22main%22%2C%22train_step%22%5D");
   ASSERT_EQ(linked.exit_code, 0) << linked.err;
   const std::size_t chosen = linked.out.find("id=\"panel-chosen\"");
   ASSERT_NE(chosen, std::string::npos);
@@ -170,16 +165,7 @@ TEST(AttributionCommand, TheHtmlReportShowsTheDocumentsFiguresInABrowser) {
   EXPECT_NE(panel.find("data-bytes=\"41943040\""), std::string::npos);  // 40 MiB
   EXPECT_EQ(panel.find("data-bytes=\"52428800\""), std::string::npos);  // load_weights' is not
 
-  const std::string screenshot = folder + "/report.png";
-  const CommandResult shot =
-      run_command(chromium(folder, {"--window-size=1280,1400", "--virtual-time-budget=5000",
-                                    "--screenshot=" + screenshot, "file://" + html}),
-                  std::chrono::seconds(60));
-  ASSERT_EQ(shot.exit_code, 0) << shot.err;
-  const std::string png = read_file(screenshot);
-  ASSERT_GT(png.size(), 20000u) << "a blank page?";
-  EXPECT_EQ(png.substr(0, 8), "\x89PNG\r\n\x1a\n");
-  std::cout << "screenshot: " << screenshot << "\n";
+  expect_screenshot(folder, html, "report.png");
 }
 
 TEST(AttributionCommand, TheHtmlReportDrawsTenThousandStacks) {

@@ -1,5 +1,9 @@
 #include "cli/browser.hpp"
 
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <iostream>
 #include <regex>
 
 namespace gpumem::testing {
@@ -15,6 +19,25 @@ std::vector<std::string> chromium(const std::string& folder, std::vector<std::st
                                    "--user-data-dir=" + folder + "/chromium"};
   command.insert(command.end(), arguments.begin(), arguments.end());
   return command;
+}
+
+CommandResult dump_dom(const std::string& folder, const std::string& url) {
+  return run_command(chromium(folder, {"--virtual-time-budget=5000", "--dump-dom", url}),
+                     std::chrono::seconds(60));
+}
+
+void expect_screenshot(const std::string& folder, const std::string& html,
+                       const std::string& name) {
+  const std::string path = folder + "/" + name;
+  const CommandResult shot =
+      run_command(chromium(folder, {"--window-size=1280,1400", "--virtual-time-budget=5000",
+                                    "--screenshot=" + path, "file://" + html}),
+                  std::chrono::seconds(60));
+  ASSERT_EQ(shot.exit_code, 0) << shot.err;
+  const std::string png = read_file(path);
+  ASSERT_GT(png.size(), 20000u) << "a blank page?";
+  EXPECT_EQ(png.substr(0, 8), "\x89PNG\r\n\x1a\n");
+  std::cout << "screenshot: " << path << "\n";
 }
 
 std::string element(const std::string& dom, const std::string& id) {
