@@ -4,6 +4,7 @@
 
 #include "driver/cuda.hpp"
 #include "driver/nvml.hpp"
+#include "gpumem/internal/process_list.hpp"
 #include "identity/device_map.hpp"
 #include "query/device_errors.hpp"
 #include "query/memory_read.hpp"
@@ -114,14 +115,18 @@ std::vector<std::string> mig_device_uuids(int id) noexcept {
 }
 
 std::vector<ProcessMemory> device_processes(int id) noexcept {
+  return detail::device_process_list(id).value_or(std::vector<ProcessMemory>{});
+}
+
+std::optional<std::vector<ProcessMemory>> detail::device_process_list(int id) noexcept {
   try {
     const identity::MappedDevice* device = identity::find_device(id);
-    if (device == nullptr || device->handle == nullptr) return {};
+    if (device == nullptr || device->handle == nullptr) return std::nullopt;
     std::vector<driver::ProcessRecord> records;
     const abi::nvmlReturn_t rc = driver::running_processes(device->handle, records);
     if (rc != abi::NVML_SUCCESS) {
       detail::note_nvml_failure(device->ordinal, "process list", rc);
-      return {};
+      return std::nullopt;
     }
     std::vector<ProcessMemory> processes;
     for (const driver::ProcessRecord& record : records) {
@@ -133,7 +138,7 @@ std::vector<ProcessMemory> device_processes(int id) noexcept {
     }
     return processes;
   } catch (...) {
-    return {};
+    return std::nullopt;
   }
 }
 

@@ -17,6 +17,7 @@ SEAMS = {
     "gpumem::detail::set_footprint_reconciliation",
     "gpumem::detail::start_run_attribution",
     "gpumem::detail::run_attribution_peaks",
+    "gpumem::detail::device_process_list",
     "gpumem::support::record_diagnostic",
     "gpumem::driver::device_uuid",
     "gpumem::driver::uuid_text",

@@ -12,6 +12,7 @@
 
 #include "child_process.hpp"
 #include "gpumem/internal/device_uuid.hpp"
+#include "gpumem/internal/process_list.hpp"
 #include "snapshot.hpp"
 
 namespace gpumem::cli {
@@ -91,8 +92,10 @@ void RunMonitor::baseline() {
     const auto used = gpu_mem_get_used_bytes_fast(track.handle);
     track.device_start = used ? static_cast<std::int64_t>(*used) : 0;
     track.device_peak = track.device_end = track.device_start;
-    const std::vector<ProcessMemory> listed = device_processes(track.info.ordinal);
-    holders_.add(track.info.ordinal, monotonic_ns(), listed);
+    const auto read = detail::device_process_list(track.info.ordinal);
+    const std::vector<ProcessMemory> listed = read.value_or(std::vector<ProcessMemory>{});
+    // A failed reading is no list: it must not pass for "nobody else held the device".
+    if (read) holders_.add(track.info.ordinal, monotonic_ns(), listed);
     baseline_processes_.insert(baseline_processes_.end(), listed.begin(), listed.end());
   }
 }
@@ -329,8 +332,9 @@ void RunMonitor::sample(bool final) {
     // What the events held before NVML was read and after: an event in between must not pass
     // for context memory.
     std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> held = held_now(slot);
-    const std::vector<ProcessMemory> listed = device_processes(ordinal);
-    holders_.add(ordinal, monotonic_ns(), listed);
+    const auto read = detail::device_process_list(ordinal);
+    const std::vector<ProcessMemory> listed = read.value_or(std::vector<ProcessMemory>{});
+    if (read) holders_.add(ordinal, monotonic_ns(), listed);
     for (auto& [key, reading] : held) reading.after = events_held(key, slot).value_or(-1);
     pids_->observe(listed, held);
     for (const ProcessMemory& process : listed) {
