@@ -17,6 +17,7 @@
 #include "attribution/block_tree.hpp"
 #include "attribution/stacks.hpp"
 #include "attribution/symbolize.hpp"
+#include "callback_pair.hpp"
 #include "driver/abi/cupti.hpp"
 #include "gpumem/memory.hpp"
 #include "peak/attribution_recorder.hpp"
@@ -51,35 +52,6 @@ int runner_frames() {
   return static_cast<int>(attribution::capture_native(frames, attribution::kMaxNativeFrames));
 }
 
-// An allocation and its free through the exact source's CUPTI callback, as the driver calls it.
-struct CallbackPair {
-  abi::CUdeviceptr address;
-  abi::cuMemAlloc_v2_params alloc{&address, 4096};
-  abi::cuMemFree_v2_params release{};
-  abi::CUresult ok = abi::CUDA_SUCCESS;
-  std::uint64_t correlation = 0;
-  abi::CUpti_CallbackData call{};
-  explicit CallbackPair(abi::CUdeviceptr at) : address(at) {
-    release.dptr = at;
-    call.functionReturnValue = &ok;
-    call.correlationData = &correlation;
-    call.contextUid = 1;
-  }
-  void operator()() {
-    call.callbackSite = abi::CUPTI_API_EXIT;
-    call.functionParams = &alloc;
-    peak::on_driver_call(nullptr, abi::CUPTI_CB_DOMAIN_DRIVER_API,
-                         abi::CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &call);
-    call.callbackSite = abi::CUPTI_API_ENTER;
-    call.functionParams = &release;
-    peak::on_driver_call(nullptr, abi::CUPTI_CB_DOMAIN_DRIVER_API,
-                         abi::CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &call);
-    call.callbackSite = abi::CUPTI_API_EXIT;
-    peak::on_driver_call(nullptr, abi::CUPTI_CB_DOMAIN_DRIVER_API,
-                         abi::CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &call);
-  }
-};
-
 // attribution: 0 off (the baseline: today's path), 1 on; counters: how many counters (each
 // attributing when attribution is on) are alive.
 void BM_AllocationEvent(benchmark::State& state) {
@@ -95,7 +67,7 @@ void BM_AllocationEvent(benchmark::State& state) {
       channel->attach(slots[i]);
     }
   }
-  CallbackPair pair(1ull << 40);
+  bench::CallbackPair pair(1ull << 40);
   const int depth = std::max(1, kStackFrames - runner_frames());
   auto body = [&] {
     for (auto _ : state) pair();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "callback_pair.hpp"
 #include "driver/abi/cupti.hpp"
 #include "gpumem/memory.hpp"
 #include "gpumem/trace.hpp"
@@ -74,28 +75,8 @@ void BM_ExactCallbacks(benchmark::State& state) {
   if (state.thread_index() == 0) {
     for (auto& slot : slots) channel->attach(slot);
   }
-  abi::CUdeviceptr address = next_address.fetch_add(1ull << 30);
-  abi::cuMemAlloc_v2_params alloc{&address, 4096};
-  abi::cuMemFree_v2_params release{address};
-  abi::CUresult ok = abi::CUDA_SUCCESS;
-  std::uint64_t correlation = 0;
-  abi::CUpti_CallbackData call{};
-  call.functionReturnValue = &ok;
-  call.correlationData = &correlation;
-  call.contextUid = 1;
-  for (auto _ : state) {
-    call.callbackSite = abi::CUPTI_API_EXIT;
-    call.functionParams = &alloc;
-    peak::on_driver_call(nullptr, abi::CUPTI_CB_DOMAIN_DRIVER_API,
-                         abi::CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &call);
-    call.callbackSite = abi::CUPTI_API_ENTER;
-    call.functionParams = &release;
-    peak::on_driver_call(nullptr, abi::CUPTI_CB_DOMAIN_DRIVER_API,
-                         abi::CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &call);
-    call.callbackSite = abi::CUPTI_API_EXIT;
-    peak::on_driver_call(nullptr, abi::CUPTI_CB_DOMAIN_DRIVER_API,
-                         abi::CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &call);
-  }
+  bench::CallbackPair pair(next_address.fetch_add(1ull << 30));
+  for (auto _ : state) pair();
   per_event(state, state.iterations() * 2);
   if (state.thread_index() == 0) {
     for (auto& slot : slots) channel->detach(slot);

@@ -135,4 +135,23 @@ DocumentBuilder known_document() {
   return doc;
 }
 
+DocumentBuilder many_and_deep_stacks(std::int64_t unit, std::int64_t deep_bytes) {
+  DocumentBuilder doc;
+  const std::size_t main = doc.frame("main", "m.cpp", 1);
+  const std::size_t peak = doc.snapshot("peak", 0);
+  std::int64_t level = 0;
+  for (int i = 0; i < 10000; ++i) {
+    const std::size_t frame = doc.frame("alloc_" + std::to_string(i), "many.cpp", i);
+    doc.block(peak, (i + 1) * unit, static_cast<long long>(doc.stack({frame, main})));
+    level += (i + 1) * unit;
+  }
+  std::vector<std::size_t> deep;
+  for (int depth = 0; depth < 200; ++depth)
+    deep.push_back(doc.frame("level_" + std::to_string(depth), "deep.cpp", depth));
+  doc.block(peak, deep_bytes, static_cast<long long>(doc.stack(deep)));
+  level += deep_bytes;
+  doc.json()["snapshots"][peak]["level_bytes"] = level;
+  return doc;
+}
+
 }  // namespace gpumem::testing

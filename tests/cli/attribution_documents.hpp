@@ -50,4 +50,8 @@ class DocumentBuilder {
 // 130 GiB.
 DocumentBuilder known_document();
 
+// A peak of 10,000 stacks alloc_I <- main, each holding (I + 1) * `unit` bytes in one block, and a
+// 200-frame stack level_0 <- ... <- level_199 holding `deep_bytes`; level_bytes is their sum.
+DocumentBuilder many_and_deep_stacks(std::int64_t unit, std::int64_t deep_bytes);
+
 }  // namespace gpumem::testing

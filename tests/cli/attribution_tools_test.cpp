@@ -171,24 +171,10 @@ TEST(AttributionCommand, TheHtmlReportShowsTheDocumentsFiguresInABrowser) {
 TEST(AttributionCommand, TheHtmlReportDrawsTenThousandStacks) {
   if (!have("chromium")) GTEST_SKIP() << "chromium (Debian's chromium) is not installed";
   const std::string folder = temporary_folder();
-  DocumentBuilder doc;
-  const std::size_t main = doc.frame("main", "m.cpp", 1);
-  const std::size_t peak = doc.snapshot("peak", 0);
-  std::int64_t level = 0;
-  for (int i = 0; i < 10000; ++i) {
-    const std::size_t frame = doc.frame("alloc_" + std::to_string(i), "many.cpp", i);
-    doc.block(peak, (i + 1) * 4096, static_cast<long long>(doc.stack({frame, main})));
-    level += (i + 1) * 4096;
-  }
-  std::vector<std::size_t> deep;
-  for (int depth = 0; depth < 200; ++depth)
-    deep.push_back(doc.frame("level_" + std::to_string(depth), "deep.cpp", depth));
-  doc.block(peak, 1ll << 30, static_cast<long long>(doc.stack(deep)));
-  level += 1ll << 30;
-  doc.json()["snapshots"][0]["level_bytes"] = level;
+  DocumentBuilder doc = many_and_deep_stacks(4096, 1ll << 30);
   std::vector<std::pair<double, std::int64_t>> steps;
   for (int i = 0; i <= 20000; ++i) steps.emplace_back(i * 0.001, (i % 100) * kMiB);
-  steps.emplace_back(20.5, level);
+  steps.emplace_back(20.5, doc.json()["snapshots"][0]["level_bytes"].get<std::int64_t>());
   doc.steps(0, steps);
   const std::string html = folder + "/many.html";
   const CommandResult written = run_command(attribution({doc.write(folder), "--html", html}));

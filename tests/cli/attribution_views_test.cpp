@@ -247,21 +247,7 @@ TEST(AttributionSvg, HostileNamesAreEscapedAndLongOnesCut) {
 }
 
 TEST(AttributionSvg, ManyAndDeepStacksStayWellFormed) {
-  DocumentBuilder doc;
-  const std::size_t main = doc.frame("main", "m.cpp", 1);
-  const std::size_t peak = doc.snapshot("peak", 0);
-  std::int64_t level = 0;
-  for (int i = 0; i < 10000; ++i) {
-    const std::size_t frame = doc.frame("alloc_" + std::to_string(i), "many.cpp", i);
-    doc.block(peak, (i + 1) * 64, static_cast<long long>(doc.stack({frame, main})));
-    level += (i + 1) * 64;
-  }
-  std::vector<std::size_t> deep;
-  for (int depth = 0; depth < 200; ++depth)
-    deep.push_back(doc.frame("level_" + std::to_string(depth), "deep.cpp", depth));
-  doc.block(peak, 4ll << 30, static_cast<long long>(doc.stack(deep)));
-  level += 4ll << 30;
-  doc.json()["snapshots"][0]["level_bytes"] = level;
+  DocumentBuilder doc = many_and_deep_stacks(64, 4ll << 30);
   const attr::Document document = read(doc);
   const auto start = std::chrono::steady_clock::now();
   const std::string svg = attr::icicle_svg(document, document.snapshots[0]);

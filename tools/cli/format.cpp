@@ -30,4 +30,12 @@ std::string format_seconds(double seconds) {
   return text;
 }
 
+std::string format_share(std::int64_t part, std::int64_t whole) {
+  if (whole <= 0) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f%%",
+                100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  return text;
+}
+
 }  // namespace gpumem::cli

@@ -10,5 +10,7 @@ namespace gpumem::cli {
 std::string format_bytes(std::int64_t bytes);
 // "1.234 s", "12 ms"
 std::string format_seconds(double seconds);
+// `part` as a share of `whole`: "66.7%"; "-" when `whole` is not above zero.
+std::string format_share(std::int64_t part, std::int64_t whole);
 
 }  // namespace gpumem::cli

@@ -24,14 +24,6 @@ std::string code_key(const Frame& frame) {
   return "a" + frame.module.value_or("") + '\0' + frame.address.value_or("");
 }
 
-std::string percent(std::int64_t part, std::int64_t whole) {
-  if (whole <= 0) return "-";
-  char text[16];
-  std::snprintf(text, sizeof text, "%.1f%%",
-                100.0 * static_cast<double>(part) / static_cast<double>(whole));
-  return text;
-}
-
 }  // namespace
 
 std::vector<StackTotal> stack_totals(const Snapshot& snapshot) {
@@ -145,7 +137,7 @@ std::string node_details(const Document& document, const IcicleNode& node, std::
     text = node_name(document, node);
   }
   text += ": " + format_bytes(node.bytes) + " (" + std::to_string(node.bytes) + " bytes, " +
-          percent(node.bytes, total) + ")";
+          format_share(node.bytes, total) + ")";
   if (node.kind != IcicleNode::Kind::without_block)
     text += " in " + std::to_string(node.blocks) + (node.blocks == 1 ? " block" : " blocks");
   return text;

@@ -1,5 +1,4 @@
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
 #include "attribution/stacks.hpp"
@@ -14,14 +13,6 @@ namespace {
 
 // Callers named after the innermost frame, outward.
 constexpr std::size_t kCallersShown = 3;
-
-std::string share(std::int64_t part, std::int64_t whole) {
-  if (whole <= 0) return "-";
-  char text[16];
-  std::snprintf(text, sizeof text, "%.1f%%",
-                100.0 * static_cast<double>(part) / static_cast<double>(whole));
-  return text;
-}
 
 std::string plural(std::size_t count, const char* one, const char* many) {
   return std::to_string(count) + " " + (count == 1 ? one : many);
@@ -126,7 +117,7 @@ std::string top_table(const Document& document, const Snapshot& snapshot, std::s
   auto row = [&](std::int64_t bytes, std::string blocks, std::string function,
                  std::string short_function, std::string called_from) {
     columns[kBytes].cells.push_back(format_bytes(bytes));
-    columns[kShare].cells.push_back(share(bytes, snapshot.level_bytes));
+    columns[kShare].cells.push_back(format_share(bytes, snapshot.level_bytes));
     columns[kBlocks].cells.push_back(std::move(blocks));
     columns[kFunction].short_cells.push_back(short_function.empty() ? function : short_function);
     columns[kFunction].cells.push_back(std::move(function));
