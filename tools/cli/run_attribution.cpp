@@ -155,7 +155,7 @@ void name_other_processes(attribution::Snapshot& snapshot, const RunMonitor& mon
   if (!listed) return;
   const std::optional<unsigned> self = writer ? nvml_pid(monitor, *writer) : std::nullopt;
   const PidMapper* pids = monitor.pids();
-  const std::vector<ProcessPeak> peaks = monitor.process_peaks();
+  const std::vector<ProcessPeak>& peaks = monitor.process_peaks();
   snapshot.other_processes.clear();
   snapshot.other_processes_age_s = listed->age_s;
   for (const ProcessMemory& process : listed->reading->listed) {

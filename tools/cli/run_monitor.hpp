@@ -113,7 +113,7 @@ class RunMonitor {
     std::int64_t peak = 0;
   };
   std::vector<UnmeasuredDevice> unmeasured_devices() const;
-  std::vector<ProcessPeak> process_peaks() const { return process_peaks_; }
+  const std::vector<ProcessPeak>& process_peaks() const { return process_peaks_; }
   // The processes that loaded the injection library (read at each sample).
   const std::unordered_map<ProcessKey, Attachment, ProcessKeyHash>& attachments() const {
     return attachments_;
