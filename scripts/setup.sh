@@ -2,23 +2,40 @@
 # Installs what gpumem needs (Debian packages) and builds it into build/. Safe to re-run: it
 # installs only what is missing and rebuilds only what changed. Quiet on success; the full log is
 # in build/setup.log.
+#
+# usage: scripts/setup.sh [--tests] [CMAKE_ARGS…]
+#   (default)  what the main job runs: the library, the gpumem command, the simulated GPU, the
+#              examples and the Python package, with the Debian packages they need
+#   --tests    also every test and benchmark, with the tools the tests use (GoogleTest, Chromium,
+#              Prometheus, PyTorch, …) and NVIDIA's Python packages in <build>/venv
+# Both build the same tree with the same flags: --tests after the default only adds targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+TESTS=0
+if [ "${1:-}" = --tests ]; then
+  TESTS=1
+  shift
+fi
 BUILD=${GPUMEM_BUILD_DIR:-build}
 mkdir -p "$BUILD"
 LOG="$BUILD/setup.log"
 : >"$LOG"
 
+# What the library, the command, the simulated GPU and the Python extension are built with.
 PACKAGES=(
-  cmake ninja-build g++ clang
-  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-  libboost-dev libssl-dev libcrypt-dev libyaml-cpp-dev openssl
-  pybind11-dev python3-pybind11 python3-dev python3-pytest python3-venv ipython3 python3-torch
-  prometheus tmux libunistring-dev
-  dpkg-dev file pkgconf python3-markdown-it
-  libdw-dev libunwind8
-  protobuf-compiler libprotobuf-dev zlib1g-dev golang-go chromium
+  cmake ninja-build g++ ccache
+  libcli11-dev nlohmann-json3-dev libboost-dev libssl-dev libcrypt-dev libyaml-cpp-dev
+  pybind11-dev python3-dev libunistring-dev libdw-dev libunwind8
+  protobuf-compiler libprotobuf-dev zlib1g-dev
 )
+# What the tests and benchmarks use besides.
+if ((TESTS)); then
+  PACKAGES+=(
+    clang clang-format python3-pybind11 libgtest-dev libgmock-dev libbenchmark-dev openssl
+    python3-pytest python3-venv ipython3 python3-torch python3-markdown-it
+    prometheus tmux dpkg-dev file pkgconf golang-go chromium
+  )
+fi
 missing=()
 for package in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
@@ -49,7 +66,7 @@ from importlib.metadata import version
 sys.exit(any(version(p.split("==")[0]) != p.split("==")[1] for p in sys.argv[1:]))
 PY
 }
-if ! venv_ready; then
+if ((TESTS)) && ! venv_ready; then
   echo "setup: installing ${NVIDIA_PACKAGES[*]} into $VENV" >>"$LOG"
   if ! { /usr/bin/python3 -m venv --system-site-packages "$VENV" &&
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${NVIDIA_PACKAGES[@]}"; } \
@@ -61,10 +78,19 @@ if ! venv_ready; then
   fi
 fi
 
+# scripts/build_flags.sh: the flags every tree of the scripts shares (unity build, ccache).
+source scripts/build_flags.sh
+OPTIONS=(-DGPUMEM_BUILD_TESTS=OFF -DGPUMEM_BUILD_BENCH=OFF)
+# A tree set up for the tests stays so: the default set-up then builds only what the main job runs.
+if ((TESTS)) || grep -q '^GPUMEM_BUILD_TESTS:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null; then
+  OPTIONS=(-DGPUMEM_BUILD_TESTS=ON -DGPUMEM_BUILD_BENCH=ON)
+fi
+TARGETS=(all)
+((TESTS)) || TARGETS=(gpumem_cli gpumem_sim seed_examples gpumem_python)
 build() {
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DPython_EXECUTABLE=/usr/bin/python3 "$@" &&
-    cmake --build "$BUILD" -j "$(nproc)"
+    -DPython_EXECUTABLE=/usr/bin/python3 "${GPUMEM_BUILD_FLAGS[@]}" "${OPTIONS[@]}" "$@" &&
+    cmake --build "$BUILD" -j "$(nproc)" --target "${TARGETS[@]}"
 }
 if ! build "$@" >>"$LOG" 2>&1; then
   grep -E "error|Error" "$LOG" | head -n 40 >&2 || tail -n 40 "$LOG" >&2

@@ -1,56 +1,110 @@
 #!/usr/bin/env bash
 # Sets up and runs every test: the C++ and Python suites on the simulated GPU (with the consumer
-# projects and the one-engine test of tests/package), the .deb unpacked and run, then the C++
-# suites again under AddressSanitizer+UBSan and under ThreadSanitizer; Release builds with g++ and
-# clang, warnings as errors; the links of README.md and docs/.
+# projects and the one-engine test of tests/package), the .deb unpacked and run, the Python package
+# as users get it, then the C++ suites again under AddressSanitizer+UBSan and under
+# ThreadSanitizer; warnings as errors with g++ and clang; the links of README.md and docs/.
+# At the end it prints what each stage took.
+#
+# usage: scripts/test.sh                 everything (what CI runs: .ci/run)
+#        scripts/test.sh --only AREA…    build and run one area's tests in build/ (the folders
+#                                        of tests/: cli, peak, serve, python, …; see CONTRIBUTING.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Warnings are errors here (GPUMEM_WERROR), never in users' builds.
-scripts/setup.sh -DGPUMEM_WERROR=ON
+BUILD=build
 JOBS=$(nproc)
+AREAS=()
+if [ "${1:-}" = --only ]; then
+  shift
+  AREAS=("$@")
+  ((${#AREAS[@]})) || { echo "usage: scripts/test.sh --only AREA…" >&2; exit 2; }
+  for area in "${AREAS[@]}"; do
+    [ -d "tests/$area" ] || { echo "test.sh: no area '$area' (one of: $(ls tests | tr '\n' ' '))" >&2; exit 2; }
+  done
+fi
 
-echo "== clang-format"
-git ls-files '*.cpp' '*.hpp' '*.h' | xargs clang-format --dry-run --Werror
-echo "every C++ file is clang-formatted"
-
-echo "== links (README.md, docs/*.md)"
-/usr/bin/python3 scripts/check_links.py
-
-echo "== tests (build/)"
-ctest --test-dir build --output-on-failure -j "$JOBS"
-
-echo "== the .deb (cpack, dpkg -x, gpumem list and run from it)"
-tests/package/package_deb.sh build
-
-echo "== the Python package (isolated build, twine, a fresh virtual environment, mypy)"
-scripts/python_package.sh
-
-# The Prometheus, Python and reliability tests run in build/ only: the last measures latencies.
-sanitized() {  # build-dir, sanitizers, ctest filter
-  local dir=$1 sanitize=$2 filter=$3
-  echo "== tests under -fsanitize=$sanitize ($dir/)"
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUMEM_SANITIZE="$sanitize" -DGPUMEM_WERROR=ON \
-    -DGPUMEM_BUILD_BENCH=OFF -DGPUMEM_BUILD_PYTHON=OFF >"$dir.log" 2>&1 &&
-    cmake --build "$dir" -j "$JOBS" >>"$dir.log" 2>&1 || { tail -n 40 "$dir.log"; exit 1; }
-  ctest --test-dir "$dir" --output-on-failure -j "$JOBS" -R "$filter" -E "prometheus|python|reliability"
+# Each stage's time, printed at the end (also when a stage fails), so a slow one shows the day it
+# appears.
+STAGES=()
+START=$SECONDS
+report_times() {
+  local status=$?
+  ((${#STAGES[@]})) || return 0
+  echo
+  echo "== stage times"
+  printf '%s\n' "${STAGES[@]}"
+  printf '%-52s %5d s\n' "total" $((SECONDS - START))
+  return $status
 }
+trap report_times EXIT
+stage() {  # name, command…
+  local name=$1 began=$SECONDS
+  shift
+  echo "== $name"
+  "$@"
+  STAGES+=("$(printf '%-52s %5d s' "$name" $((SECONDS - began)))")
+}
+
+stage "set-up and build ($BUILD/, RelWithDebInfo)" scripts/setup.sh --tests
+source scripts/build_flags.sh
+
+if ((${#AREAS[@]})); then
+  targets=() labels=()
+  for area in "${AREAS[@]}"; do
+    targets+=("gpumem_tests_$area")
+    labels+=("^$area\$")
+  done
+  stage "build ${AREAS[*]}" cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}"
+  label=$(IFS='|'; echo "${labels[*]}")
+  stage "tests: ${AREAS[*]}" ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" -L "$label"
+  exit 0
+fi
+
+format() {
+  git ls-files '*.cpp' '*.hpp' '*.h' | xargs clang-format --dry-run --Werror
+  echo "every C++ file is clang-formatted"
+}
+stage "clang-format" format
+stage "links (README.md, docs/*.md)" /usr/bin/python3 scripts/check_links.py
+stage "tests ($BUILD/)" ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS"
+stage "the .deb (cpack, dpkg -x, gpumem list and run from it)" tests/package/package_deb.sh "$BUILD"
+stage "the Python package (isolated build, twine, fresh venv, mypy)" scripts/python_package.sh
+
+# Another tree: its build log in <dir>.log, shown when the build fails.
+tree() {  # build-dir, cmake arguments…; then the targets after --
+  local dir=$1
+  shift
+  local args=() targets=()
+  while (($#)) && [ "$1" != -- ]; do args+=("$1"); shift; done
+  (($# > 1)) && shift && targets=(--target "$@")
+  cmake -S . -B "$dir" -G Ninja -DGPUMEM_WERROR=ON -DPython_EXECUTABLE=/usr/bin/python3 \
+    "${args[@]}" >"$dir.log" 2>&1 &&
+    cmake --build "$dir" -j "$JOBS" "${targets[@]}" >>"$dir.log" 2>&1 || { tail -n 40 "$dir.log"; exit 1; }
+}
+
+# Sanitizers. The Prometheus, Python and reliability tests run in build/ only: the last measures
+# latencies. ThreadSanitizer's tree is also the one built without the unity build: every source
+# compiles alone, as in a user's plain configure.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-sanitized build-asan address,undefined "."
-sanitized build-tsan thread "."
+sanitized() {  # build-dir, sanitizers, unity (ON/OFF)
+  local dir=$1 sanitize=$2 unity=$3
+  tree "$dir" -DCMAKE_BUILD_TYPE=Debug -DGPUMEM_SANITIZE="$sanitize" "${GPUMEM_BUILD_FLAGS[@]}" \
+    -DCMAKE_UNITY_BUILD="$unity" -DGPUMEM_BUILD_BENCH=OFF -DGPUMEM_BUILD_PYTHON=OFF
+  ctest --test-dir "$dir" --output-on-failure -j "$JOBS" -E "prometheus|python|reliability"
+}
+stage "tests under -fsanitize=address,undefined (build-asan/)" sanitized build-asan address,undefined ON
+stage "tests under -fsanitize=thread, each source alone (build-tsan/)" sanitized build-tsan thread OFF
 
-# Release with default options (only warnings as errors added): g++ builds the library, the
-# command and the CLI tests (where g++ 12's -O3 warnings once broke the build), clang++ the library
-# and the examples; the other targets are built in RelWithDebInfo above.
+# Warnings as errors, never in users' builds: the sanitizer trees above (Debug) and these Release
+# trees. g++ builds everything (the benchmarks and the Python extension too, which the sanitizer
+# trees leave out); clang++ the library, the command and the examples.
 release() {  # build-dir, C compiler, C++ compiler, targets…
   local dir=$1 cc=$2 cxx=$3
   shift 3
-  echo "== Release with $cxx ($dir/): $*"
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
-    -DCMAKE_BUILD_TYPE=Release -DGPUMEM_WERROR=ON -DPython_EXECUTABLE=/usr/bin/python3 \
-    >"$dir.log" 2>&1 &&
-    cmake --build "$dir" -j "$JOBS" --target "$@" >>"$dir.log" 2>&1 || { tail -n 40 "$dir.log"; exit 1; }
-  echo "$cxx: $* build warning-free in Release"
+  tree "$dir" -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release \
+    "${GPUMEM_BUILD_FLAGS[@]}" -- "$@"
+  echo "$cxx: ${*:-everything} build warning-free in Release"
 }
-release build-release gcc g++ gpumem gpumem_cli gpumem_cli_tests
-release build-clang clang clang++ gpumem gpumem_static seed_examples
+stage "Release with g++, warnings as errors (build-release/)" release build-release gcc g++
+stage "Release with clang++, warnings as errors (build-clang/)" \
+  release build-clang clang clang++ gpumem gpumem_static gpumem_cli gpumem_sim seed_examples

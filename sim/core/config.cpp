@@ -10,14 +10,13 @@
 #include <stdexcept>
 
 #include "pci.hpp"
+#include "shared_state.hpp"
 #include "uuid.hpp"
 
 namespace gpumem::sim {
 namespace {
 
 using nlohmann::json;
-
-constexpr std::size_t kMaxDevices = 16;
 
 std::string default_uuid(std::size_t index) {
   char text[64];
@@ -91,7 +90,8 @@ Config parse_config(const std::string& text) {
       throw std::runtime_error("config needs a \"devices\" array");
     }
     const json& devices = root.at("devices");
-    if (devices.size() > kMaxDevices) throw std::runtime_error("at most 16 devices are simulated");
+    if (devices.size() > kMaxDevices)
+      throw std::runtime_error("at most " + std::to_string(kMaxDevices) + " devices are simulated");
     for (std::size_t i = 0; i < devices.size(); ++i) {
       const json& d = devices[i];
       if (!d.is_object()) throw std::runtime_error("each device must be a JSON object");

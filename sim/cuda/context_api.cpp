@@ -11,15 +11,9 @@ using cuda::traced;
 
 namespace {
 
-CUresult check_device(CUdevice device) {
-  if (!cuda::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  if (device < 0 || device >= cuda::device_count()) return CUDA_ERROR_INVALID_DEVICE;
-  return CUDA_SUCCESS;
-}
-
 // cuCtxCreate pushes the new context on the calling thread's stack.
 CUresult create(CUcontext* context, CUdevice device) {
-  if (const CUresult rc = check_device(device)) return rc;
+  if (const CUresult rc = cuda::check_device(device)) return rc;
   if (context == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (const CUresult rc = cuda::create_context(device, context)) return rc;
   cuda::push_context(*context);
@@ -42,7 +36,7 @@ struct NoParams {};
 // Retain and release fire no callbacks here: the runtime creates its primary context through
 // them, and a runtime call shows its own callbacks, not those of the driver's internals.
 GPUMEM_SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
-  if (const CUresult rc = check_device(device)) return rc;
+  if (const CUresult rc = cuda::check_device(device)) return rc;
   if (context == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (const CUresult rc = cuda::retain_primary(device)) return rc;
   *context = cuda::primary_context(device);
@@ -50,7 +44,7 @@ GPUMEM_SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice
 }
 
 GPUMEM_SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
-  if (const CUresult rc = check_device(device)) return rc;
+  if (const CUresult rc = cuda::check_device(device)) return rc;
   return cuda::release_primary(device);
 }
 GPUMEM_SIM_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice device) {
@@ -61,7 +55,7 @@ GPUMEM_SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice device) {
   const cuDevicePrimaryCtxReset_v2_params params{device};
   return traced(CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset_v2",
                 params, [&]() -> CUresult {
-                  if (const CUresult rc = check_device(device)) return rc;
+                  if (const CUresult rc = cuda::check_device(device)) return rc;
                   return cuda::reset_primary(device);
                 });
 }
@@ -71,7 +65,7 @@ GPUMEM_SIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice device) {
 
 GPUMEM_SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice device, unsigned* flags,
                                                       int* active) {
-  if (const CUresult rc = check_device(device)) return rc;
+  if (const CUresult rc = cuda::check_device(device)) return rc;
   if (flags == nullptr || active == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *flags = 0;
   *active = cuda::primary_context(device)->retained.load() > 0 ? 1 : 0;

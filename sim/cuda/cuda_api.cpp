@@ -13,12 +13,6 @@ namespace cuda = gpumem::sim::cuda;
 
 namespace {
 
-CUresult check_device(CUdevice device) {
-  if (!cuda::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  if (device < 0 || device >= cuda::device_count()) return CUDA_ERROR_INVALID_DEVICE;
-  return CUDA_SUCCESS;
-}
-
 const sim::DeviceRecord& record(CUdevice device) {
   return cuda::state().device(cuda::nvml_index(device));
 }
@@ -129,12 +123,12 @@ GPUMEM_SIM_EXPORT CUresult cuDeviceGet(CUdevice* device, int ordinal) {
 }
 
 GPUMEM_SIM_EXPORT CUresult cuDeviceGetName(char* name, int length, CUdevice device) {
-  if (const CUresult rc = check_device(device)) return rc;
+  if (const CUresult rc = cuda::check_device(device)) return rc;
   return copy_text(record(device).name, name, length);
 }
 
 GPUMEM_SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice device) {
-  if (const CUresult rc = check_device(device)) return rc;
+  if (const CUresult rc = cuda::check_device(device)) return rc;
   if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
   const auto bytes = sim::parse_uuid_bytes(record(device).uuid);
   std::memcpy(uuid->bytes, bytes->data(), 16);
@@ -145,12 +139,12 @@ GPUMEM_SIM_EXPORT CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice device) {
 }
 
 GPUMEM_SIM_EXPORT CUresult cuDeviceGetPCIBusId(char* bus_id, int length, CUdevice device) {
-  if (const CUresult rc = check_device(device)) return rc;
+  if (const CUresult rc = cuda::check_device(device)) return rc;
   return copy_text(sim::cuda_bus_id(record(device).pci).c_str(), bus_id, length);
 }
 
 GPUMEM_SIM_EXPORT CUresult cuDeviceTotalMem_v2(std::size_t* bytes, CUdevice device) {
-  if (const CUresult rc = check_device(device)) return rc;
+  if (const CUresult rc = cuda::check_device(device)) return rc;
   if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *bytes = record(device).total_bytes;
   return CUDA_SUCCESS;

@@ -230,12 +230,6 @@ CUresult trim(unsigned nvml) {
   return CUDA_SUCCESS;
 }
 
-CUresult check_device(CUdevice device) {
-  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  if (device < 0 || device >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
-  return CUDA_SUCCESS;
-}
-
 CUresult get_attribute(CUdevice device, int attribute, void* value) {
   if (const CUresult rc = check_device(device)) return rc;
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;

@@ -118,12 +118,6 @@ CUresult free_async(CUdeviceptr pointer) {
   return release(pointer);
 }
 
-CUresult check_device(CUdevice device) {
-  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  if (device < 0 || device >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
-  return CUDA_SUCCESS;
-}
-
 CUresult get_attribute(CUmemoryPool pool, int attribute, void* value) {
   if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;

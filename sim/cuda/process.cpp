@@ -165,6 +165,11 @@ bool initialized() {
 int device_count() {
   return static_cast<int>(driver().ordinals.size());
 }
+CUresult check_device(CUdevice device) {
+  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (device < 0 || device >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
+  return CUDA_SUCCESS;
+}
 unsigned nvml_index(int ordinal) {
   return driver().ordinals[static_cast<std::size_t>(ordinal)];
 }

@@ -55,6 +55,8 @@ bool initialized();
 
 // CUDA ordinal → NVML index, fixed at initialisation.
 int device_count();
+// CUDA_SUCCESS for an initialised driver and a valid ordinal; else the driver's error for it.
+CUresult check_device(CUdevice device);
 unsigned nvml_index(int ordinal);
 int ordinal_of_nvml(unsigned nvml);  // -1 when not visible
 SharedState& state();

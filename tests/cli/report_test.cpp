@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_runner.hpp"
+#include "cli/launchers.hpp"
 #include "job_report.hpp"
 #include "report_output.hpp"
 #include "run_file.hpp"
@@ -15,10 +16,6 @@
 
 namespace gpumem::testing {
 namespace {
-
-std::string launcher(const char* name) {
-  return std::string(GPUMEM_TEST_LAUNCHERS) + "/" + name;
-}
 
 void write(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;

@@ -7,15 +7,12 @@
 #include <thread>
 
 #include "cli/command_runner.hpp"
+#include "cli/launchers.hpp"
 #include "rank.hpp"
 #include "support/sim_gpu.hpp"
 
 namespace gpumem::testing {
 namespace {
-
-std::string launcher(const char* name) {
-  return std::string(GPUMEM_TEST_LAUNCHERS) + "/" + name;
-}
 
 // A worker that holds (RANK + 1) * STEP MiB (more for the ranks in `extra`) long enough for
 // several samples; `select` picks its device ("device $LOCAL_RANK;" or nothing).

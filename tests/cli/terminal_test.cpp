@@ -114,7 +114,7 @@ class Terminal : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!on_path("tmux")) {
-      // CI installs it (scripts/setup.sh): there the test must run.
+      // CI installs it (scripts/setup.sh --tests): there the test must run.
       const char* ci = std::getenv("CI");
       if (ci != nullptr && std::string(ci) == "true") FAIL() << "tmux is not installed";
       GTEST_SKIP() << "tmux is not installed (Debian package tmux): no terminal to render in";

@@ -1,5 +1,6 @@
 # cmake -DMODE=… -DCONSUMER=tests/consumer -DWORK=<dir> -DSIM_DIR=<sim> [-DPREFIX=<install prefix>]
-#       [-DGPUMEM_SOURCE_DIR=<source tree>] [-DGENERATOR=… -DCXX=… -DLAUNCHER=…] -P run_consumer.cmake
+#       [-DGPUMEM_SOURCE_DIR=<source tree>] [-DGENERATOR=… -DCXX=… -DLAUNCHER=… -DUNITY=ON]
+#       -P run_consumer.cmake
 # Builds tests/consumer as a user would (MODE: find_package, subdirectory, fetchcontent, or
 # pkg-config: consumer.cpp compiled with `pkg-config --cflags --libs gpumem`), then runs what it
 # built against the simulated GPU and checks the figure it prints is the simulated device's.
@@ -40,6 +41,9 @@ else()
   endif()
   if(LAUNCHER)
     list(APPEND configure -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER})
+  endif()
+  if(UNITY)  # as the tree that runs this test was built (scripts/build_flags.sh)
+    list(APPEND configure -DCMAKE_UNITY_BUILD=ON)
   endif()
   run(${configure})
   run(${CMAKE_COMMAND} --build ${build})

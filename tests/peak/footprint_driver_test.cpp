@@ -12,12 +12,9 @@ namespace gpumem {
 namespace {
 
 using namespace gpumem::abi;
+using testing::mib;
 using testing::MiB;
 using testing::SimGpu;
-
-constexpr std::int64_t mib(std::int64_t n) {
-  return n * static_cast<std::int64_t>(MiB);
-}
 
 // CUDA 0 is kTwoGpus' H200 (NVML 1); its contexts are free there, so the footprint is exactly
 // what the patterns below hold.

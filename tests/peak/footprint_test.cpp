@@ -20,6 +20,7 @@ namespace gpumem {
 namespace {
 
 using namespace gpumem::abi;
+using testing::mib;
 using testing::MiB;
 using testing::sim_symbol;
 using testing::SimGpu;
@@ -31,10 +32,6 @@ constexpr const char* kContextGpu = R"({
      "pci_bus_id": "00000000:19:00.0", "total_mib": 143771, "reserved_mib": 542,
      "context_mib": 500}
   ]})";
-
-constexpr std::int64_t mib(std::int64_t n) {
-  return n * static_cast<std::int64_t>(MiB);
-}
 
 // This process's memory on CUDA device 0 as the simulated driver's NVML lists it.
 std::int64_t own_usage() {

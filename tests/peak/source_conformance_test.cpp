@@ -27,11 +27,8 @@
 namespace gpumem {
 namespace {
 
+using testing::mib;
 using testing::MiB;
-
-constexpr std::int64_t mib(std::int64_t n) {
-  return n * static_cast<std::int64_t>(MiB);
-}
 
 // One device whose contexts cost 300 MiB beside its 542 MiB reservation, so that the three
 // quantities differ: footprint = context + blocks, device used = reservation + context + blocks,

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import A100_RESERVED, H200_IDLE, H200_RESERVED
 
-pytest.importorskip("torch")  # python3-torch, installed by scripts/setup.sh
+pytest.importorskip("torch")  # python3-torch, installed by scripts/setup.sh --tests
 
 REAL_TORCH = """
 import gc, inspect, sys

@@ -14,7 +14,7 @@ namespace gpumem::serve {
 namespace {
 
 using gpumem::testing::parse_exposition;
-constexpr std::int64_t MiB = 1 << 20;
+constexpr std::int64_t kMiB = 1 << 20;
 
 Snapshot two_devices() {
   Snapshot s;
@@ -24,8 +24,8 @@ Snapshot two_devices() {
   up.uuid = "GPU-bbbbbbbb-2222-4000-8000-000000000001";
   up.name = "NVIDIA H200";
   up.up = true;
-  up.memory = {143771ull * MiB, 143229ull * MiB - 3 * MiB, 3ull * MiB, 542ull * MiB};
-  up.window_peak = 515 * MiB;
+  up.memory = {143771ull * kMiB, 143229ull * kMiB - 3 * kMiB, 3ull * kMiB, 542ull * kMiB};
+  up.window_peak = 515 * kMiB;
   DeviceSample lost;
   lost.gpu = 1;
   lost.uuid = "GPU-aaaaaaaa-1111-4000-8000-000000000000";
@@ -34,13 +34,13 @@ Snapshot two_devices() {
   lost.memory = {1, 2, 3, 4};  // stale: must not be shown
   lost.window_peak = 99;
   s.devices = {up, lost};
-  s.processes = {{0, up.uuid, 4242, "python3", 3 * MiB}};
+  s.processes = {{0, up.uuid, 4242, "python3", 3 * kMiB}};
   PublishedTrace trace;
   trace.scope = "train step\nline 2";
   trace.pid = 4242;
   trace.uuid = up.uuid;
   trace.unix_ms = 1'700'000'000'123;
-  trace.bytes = {Source::sampled, 0, 10 * MiB, 12 * MiB, 40 * MiB, 2 * MiB, 28 * MiB};
+  trace.bytes = {Source::sampled, 0, 10 * kMiB, 12 * kMiB, 40 * kMiB, 2 * kMiB, 28 * kMiB};
   s.traces = {trace};
   s.exporter.interval_seconds = 0.01;
   s.exporter.window_seconds = 30;
@@ -57,13 +57,13 @@ TEST(Exposition, ParsesBackToTheSnapshotsNumbers) {
       {"name", "NVIDIA H200"},
       {"host", "node-7"}};
   EXPECT_EQ(e.value("gpumem_device_up", h200), 1);
-  EXPECT_EQ(e.value("gpumem_memory_total_bytes", h200), 143771.0 * MiB);
-  EXPECT_EQ(e.value("gpumem_memory_used_bytes", h200), 3.0 * MiB);
-  EXPECT_EQ(e.value("gpumem_memory_free_bytes", h200), (143229.0 - 3) * MiB);
-  EXPECT_EQ(e.value("gpumem_memory_reserved_bytes", h200), 542.0 * MiB);
-  EXPECT_EQ(e.value("gpumem_memory_used_peak_window_bytes", h200), 515.0 * MiB);
+  EXPECT_EQ(e.value("gpumem_memory_total_bytes", h200), 143771.0 * kMiB);
+  EXPECT_EQ(e.value("gpumem_memory_used_bytes", h200), 3.0 * kMiB);
+  EXPECT_EQ(e.value("gpumem_memory_free_bytes", h200), (143229.0 - 3) * kMiB);
+  EXPECT_EQ(e.value("gpumem_memory_reserved_bytes", h200), 542.0 * kMiB);
+  EXPECT_EQ(e.value("gpumem_memory_used_peak_window_bytes", h200), 515.0 * kMiB);
   EXPECT_EQ(e.value("gpumem_process_memory_used_bytes", {{"pid", "4242"}, {"process", "python3"}}),
-            3.0 * MiB);
+            3.0 * kMiB);
   EXPECT_EQ(e.types.at("gpumem_memory_used_bytes"), "gauge");
   EXPECT_EQ(e.types.at("gpumem_exporter_scrapes_total"), "counter");
   EXPECT_EQ(e.value("gpumem_exporter_scrapes_total"), 5);
@@ -85,9 +85,9 @@ TEST(Exposition, TracesAreLabelledByScope) {
   auto e = parse_exposition(render_exposition(two_devices()));
   const std::map<std::string, std::string> scope = {
       {"scope", "train step\nline 2"}, {"pid", "4242"}, {"source", "sampled"}, {"device", "0"}};
-  EXPECT_EQ(e.value("gpumem_trace_delta_used_bytes", scope), 2.0 * MiB);
-  EXPECT_EQ(e.value("gpumem_trace_delta_peaked_bytes", scope), 28.0 * MiB);
-  EXPECT_EQ(e.value("gpumem_trace_peak_bytes", scope), 40.0 * MiB);
+  EXPECT_EQ(e.value("gpumem_trace_delta_used_bytes", scope), 2.0 * kMiB);
+  EXPECT_EQ(e.value("gpumem_trace_delta_peaked_bytes", scope), 28.0 * kMiB);
+  EXPECT_EQ(e.value("gpumem_trace_peak_bytes", scope), 40.0 * kMiB);
   EXPECT_DOUBLE_EQ(e.value("gpumem_trace_published_timestamp_seconds", {{"pid", "4242"}}),
                    1'700'000'000.123);
 }

@@ -319,7 +319,7 @@ def main():
     gpumem, sim = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     for tool in ("prometheus", "promtool", "openssl"):
         if not shutil.which(tool):
-            print("SKIP: %s is not installed (scripts/setup.sh installs it)" % tool)
+            print("SKIP: %s is not installed (scripts/setup.sh --tests installs it)" % tool)
             sys.exit(SKIP)
     started = time.monotonic()
     work = tempfile.mkdtemp(prefix="gpumem-reliability-")

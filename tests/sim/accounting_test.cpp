@@ -11,7 +11,7 @@
 namespace gpumem::testing {
 namespace {
 
-constexpr const char* kOneGpu =
+constexpr const char* kAccountedGpus =
     R"({"devices": [{"name": "A", "total_mib": 81920, "reserved_mib": 100, "context_mib": 300},
                     {"name": "B", "total_mib": 81920}]})";
 
@@ -36,7 +36,7 @@ std::uint64_t detail_used(const Driver& d, unsigned nvml_index) {
 
 TEST(simAccounting, ProcessFigureHoldsEverythingTheDriverHolds) {
   ::unsetenv("CUDA_MODULE_LOADING");
-  SimGpu gpu(kOneGpu);
+  SimGpu gpu(kAccountedGpus);
   Driver d;
   d.use(0);
   std::uint64_t expected = 300 * MiB;  // the context
@@ -120,7 +120,7 @@ TEST(simAccounting, ProcessFigureHoldsEverythingTheDriverHolds) {
 }
 
 TEST(simAccounting, ManagedMemoryIsResidentWherePrefetched) {
-  SimGpu gpu(kOneGpu);
+  SimGpu gpu(kAccountedGpus);
   Driver d;
   d.use(0);
   CUdeviceptr managed = 0;

@@ -17,7 +17,7 @@ namespace gpumem::testing {
 namespace {
 
 // One device (NVML 0 = CUDA 0) whose contexts cost 300 MiB.
-constexpr const char* kOneGpu =
+constexpr const char* kContextGpu =
     R"({"devices": [{"name": "A", "total_mib": 81920, "reserved_mib": 100, "context_mib": 300}]})";
 
 using CtxCreateV2 = CUresult (*)(CUcontext*, unsigned, CUdevice);
@@ -30,7 +30,7 @@ using ModuleUnload = CUresult (*)(CUmodule);
 using ModuleGetFunction = CUresult (*)(CUfunction*, CUmodule, const char*);
 
 TEST(simContext, EveryCreatedContextCostsContextMemory) {
-  SimGpu gpu(kOneGpu);
+  SimGpu gpu(kContextGpu);
   Driver d;
   ASSERT_EQ(d.fn<PFN_cuInit>("cuInit")(0), CUDA_SUCCESS);
   EXPECT_FALSE(d.listed(0));
@@ -65,7 +65,7 @@ TEST(simContext, EveryCreatedContextCostsContextMemory) {
 }
 
 TEST(simContext, PushAndPop) {
-  SimGpu gpu(kOneGpu);
+  SimGpu gpu(kContextGpu);
   Driver d;
   d.use(0);
   CUcontext primary = nullptr, created = nullptr, popped = nullptr, current = nullptr;
@@ -84,7 +84,7 @@ TEST(simContext, PushAndPop) {
 }
 
 TEST(simContext, DestroyKeepsVmmAndPoolMemory) {
-  SimGpu gpu(kOneGpu);
+  SimGpu gpu(kContextGpu);
   Driver d;
   ASSERT_EQ(d.fn<PFN_cuInit>("cuInit")(0), CUDA_SUCCESS);
   CUcontext context = nullptr;
@@ -107,7 +107,7 @@ TEST(simContext, DestroyKeepsVmmAndPoolMemory) {
 }
 
 TEST(simContext, PrimaryResetDestroysItsResources) {
-  SimGpu gpu(kOneGpu);
+  SimGpu gpu(kContextGpu);
   Driver d;
   d.use(0);
   CUdeviceptr p = 0;
@@ -128,7 +128,7 @@ TEST(simContext, PrimaryResetDestroysItsResources) {
 }
 
 TEST(simContext, RuntimeRecreatesAResetPrimaryContext) {
-  SimGpu gpu(kOneGpu);
+  SimGpu gpu(kContextGpu);
   SimLibrary cudart("libcudart.so.13");
   auto set_device = cudart.get<int (*)(int)>("cudaSetDevice");
   ASSERT_EQ(set_device(0), 0);
@@ -142,7 +142,7 @@ TEST(simContext, RuntimeRecreatesAResetPrimaryContext) {
 }
 
 TEST(simContext, ResourceCallbacksForContexts) {
-  SimGpu gpu(kOneGpu);
+  SimGpu gpu(kContextGpu);
   ResourceRecorder recorder;
   // The runtime creates the primary context implicitly: CONTEXT_CREATED still fires.
   SimLibrary cudart("libcudart.so.13");
@@ -170,7 +170,7 @@ void count_resource(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackI
 }
 
 TEST(simContext, ResourceCallbacksEnabledOneByOne) {
-  SimGpu gpu(kOneGpu);
+  SimGpu gpu(kContextGpu);
   Driver d;
   ASSERT_EQ(d.fn<PFN_cuInit>("cuInit")(0), CUDA_SUCCESS);
   SimLibrary cupti("libcupti.so.13");
@@ -197,7 +197,7 @@ std::string ptx(std::size_t bytes) {
 
 TEST(simModule, LazyLoadingTakesMemoryAtFirstFunction) {
   ::unsetenv("CUDA_MODULE_LOADING");  // LAZY is the default
-  SimGpu gpu(kOneGpu);
+  SimGpu gpu(kContextGpu);
   Driver d;
   d.use(0);
   ResourceRecorder recorder;
@@ -230,7 +230,7 @@ TEST(simModule, LazyLoadingTakesMemoryAtFirstFunction) {
 
 TEST(simModule, LaunchLoadsLazily) {
   ::unsetenv("CUDA_MODULE_LOADING");
-  SimGpu gpu(kOneGpu);
+  SimGpu gpu(kContextGpu);
   Driver d;
   d.use(0);
   const std::string image = ptx(100);
@@ -248,7 +248,7 @@ TEST(simModule, LaunchLoadsLazily) {
 
 TEST(simModule, EagerLoadingTakesMemoryAtLoad) {
   ::setenv("CUDA_MODULE_LOADING", "EAGER", 1);
-  SimGpu gpu(kOneGpu);
+  SimGpu gpu(kContextGpu);
   Driver d;
   d.use(0);
   // A 64-bit ELF (cubin) ends with its section header table: 3 headers of 64 bytes at 5 MiB − 192.

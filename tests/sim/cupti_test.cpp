@@ -83,7 +83,7 @@ struct Cupti {
   PFN_cuptiEnableDomain enable_domain = lib.get<PFN_cuptiEnableDomain>("cuptiEnableDomain");
 };
 
-struct Cuda {
+struct CuptiCuda {
   SimLibrary lib{"libcuda.so.1"};
   PFN_cuMemAlloc alloc = lib.get<PFN_cuMemAlloc>("cuMemAlloc_v2");
   PFN_cuMemFree free = lib.get<PFN_cuMemFree>("cuMemFree_v2");
@@ -120,7 +120,7 @@ TEST(simCupti, BusyFault) {
 
 TEST(simCupti, DriverCallbacksCarryParamsAndResults) {
   SimGpu gpu(R"({"devices": [{"name": "A", "total_mib": 100, "reserved_mib": 0}]})");
-  Cuda cuda;
+  CuptiCuda cuda;
   cuda.use(0);
   Cupti cupti;
   Recorder recorder;
@@ -167,7 +167,7 @@ TEST(simCupti, DriverCallbacksCarryParamsAndResults) {
 
 TEST(simCupti, EveryDriverMemoryCallFires) {
   SimGpu gpu;
-  Cuda cuda;
+  CuptiCuda cuda;
   cuda.use(0);
   Cupti cupti;
   Recorder recorder;
@@ -261,7 +261,7 @@ TEST(simCupti, RuntimeChargesTheContextOnFirstUse) {
 
 TEST(simCupti, ManyThreadsAllocateUnderASubscriber) {
   SimGpu gpu;
-  Cuda cuda;
+  CuptiCuda cuda;
   cuda.use(0);
   Cupti cupti;
   std::atomic<std::int64_t> balance{0};

@@ -163,7 +163,8 @@ TEST(simGraph, AutoFreeOnLaunchAndFreesInAnotherGraph) {
 }
 
 // Replays make no allocation call: only the graph calls' own callbacks fire.
-void record(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* raw) {
+void record_enter(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                  const void* raw) {
   const auto* data = static_cast<const CUpti_CallbackData*>(raw);
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API && data->callbackSite == CUPTI_API_ENTER)
     static_cast<std::vector<CUpti_CallbackId>*>(userdata)->push_back(cbid);
@@ -178,7 +179,8 @@ TEST(simGraph, LaunchMakesNoAllocationCall) {
   SimLibrary cupti("libcupti.so.13");
   std::vector<CUpti_CallbackId> calls;
   CUpti_SubscriberHandle s = nullptr;
-  ASSERT_EQ(cupti.get<PFN_cuptiSubscribe>("cuptiSubscribe")(&s, &record, &calls), CUPTI_SUCCESS);
+  ASSERT_EQ(cupti.get<PFN_cuptiSubscribe>("cuptiSubscribe")(&s, &record_enter, &calls),
+            CUPTI_SUCCESS);
   ASSERT_EQ(cupti.get<PFN_cuptiEnableDomain>("cuptiEnableDomain")(1, s, CUPTI_CB_DOMAIN_DRIVER_API),
             CUPTI_SUCCESS);
   ASSERT_EQ(d.launch(exec), CUDA_SUCCESS);

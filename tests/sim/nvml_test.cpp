@@ -42,7 +42,7 @@ struct Nvml {
 };
 
 // This process allocates on CUDA ordinal `ordinal` through the simulated driver.
-struct Driver {
+struct CudaUser {
   SimLibrary lib{"libcuda.so.1"};
   void use(int ordinal) {
     ASSERT_EQ(lib.get<PFN_cuInit>("cuInit")(0), CUDA_SUCCESS);
@@ -189,7 +189,7 @@ TEST(simNvml, V2RequiresTheVersionedStruct) {
 TEST(simNvml, AllocationsShowInV1AndV2) {
   SimGpu gpu;
   Nvml nvml;
-  Driver cuda;
+  CudaUser cuda;
   ASSERT_EQ(nvml.init(), NVML_SUCCESS);
   cuda.use(0);  // CUDA 0 is NVML 1 in kTwoGpus
   cuda.alloc(300 * MiB + 7);
@@ -219,7 +219,7 @@ void expect_own_process(const unsigned char* records, unsigned stride, std::uint
 void check_process_list(unsigned stride, const char* config) {
   SimGpu gpu(config);
   Nvml nvml;
-  Driver cuda;
+  CudaUser cuda;
   ASSERT_EQ(nvml.init(), NVML_SUCCESS);
   unsigned count = 0;
   EXPECT_EQ(nvml.compute_v3(nvml.device(1), &count, nullptr), NVML_SUCCESS);
@@ -253,7 +253,7 @@ TEST(simNvml, ProcessListWith32ByteRecords) {
 TEST(simNvml, OlderProcessQueriesUseTheirOwnLayouts) {
   SimGpu gpu;
   Nvml nvml;
-  Driver cuda;
+  CudaUser cuda;
   ASSERT_EQ(nvml.init(), NVML_SUCCESS);
   cuda.use(1);  // NVML 0
   cuda.alloc(5 * MiB);
@@ -278,7 +278,7 @@ TEST(simNvml, OlderProcessQueriesUseTheirOwnLayouts) {
 TEST(simNvml, ProcessDetailList) {
   SimGpu gpu;
   Nvml nvml;
-  Driver cuda;
+  CudaUser cuda;
   ASSERT_EQ(nvml.init(), NVML_SUCCESS);
   cuda.use(0);
   cuda.alloc(3 * MiB);

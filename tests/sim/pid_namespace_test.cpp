@@ -96,7 +96,7 @@ std::string namespace_pids(unsigned pid) {
   return {};
 }
 
-constexpr const char* kOneGpu =
+constexpr const char* kH200WithoutContext =
     R"({"devices": [{"name": "NVIDIA H200", "total_mib": 143771, "context_mib": 0}]})";
 
 TEST(simPidNamespace, NvmlReportsEachPidThroughTheConfiguredTranslation) {
@@ -127,7 +127,7 @@ std::string namespaces_refused() {
 // driver lists it by its host pid.
 TEST(simPidNamespace, AProcessInANestedNamespaceIsListedByItsHostPid) {
   if (const std::string refused = namespaces_refused(); !refused.empty()) GTEST_SKIP() << refused;
-  SimGpu gpu(kOneGpu);
+  SimGpu gpu(kH200WithoutContext);
   const std::string folder =
       std::filesystem::temp_directory_path() / ("gpumem-sim-pidns-" + std::to_string(::getpid()));
   std::filesystem::create_directories(folder);
@@ -150,7 +150,7 @@ TEST(simPidNamespace, AProcessInANestedNamespaceIsListedByItsHostPid) {
 // dead (their pids are not its namespace's).
 TEST(simPidNamespace, InsideAContainerProcessesAreNamedByTheirHostPids) {
   if (const std::string refused = namespaces_refused(); !refused.empty()) GTEST_SKIP() << refused;
-  SimGpu gpu(kOneGpu);
+  SimGpu gpu(kH200WithoutContext);
   const std::string folder = std::filesystem::temp_directory_path() /
                              ("gpumem-sim-container-" + std::to_string(::getpid()));
   std::filesystem::create_directories(folder + "/host-proc");

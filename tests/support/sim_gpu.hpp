@@ -77,5 +77,9 @@ class SimGpu {
 };
 
 inline constexpr std::uint64_t MiB = 1ull << 20;
+// n MiB as the signed byte counts the peak engine and its readings use.
+constexpr std::int64_t mib(std::int64_t n) {
+  return n * static_cast<std::int64_t>(MiB);
+}
 
 }  // namespace gpumem::testing

@@ -10,6 +10,7 @@
 #include "gpumem/cache.hpp"
 #include "gpumem/trace.hpp"
 #include "support/sim_gpu.hpp"
+#include "trace/report_prefix.hpp"
 
 namespace gpumem {
 namespace {
@@ -17,7 +18,7 @@ namespace {
 using testing::MiB;
 using testing::SimGpu;
 
-const std::string kPrefix = "\u25b3Used Peaked MB:";
+using testing::kPrefix;
 
 // The seed's some_code(): keeps 10 MiB and peaks 5 MiB above that.
 std::vector<DeviceAllocation> kept;

@@ -4,11 +4,12 @@
 #include <sstream>
 
 #include "gpumem/trace.hpp"
+#include "trace/report_prefix.hpp"
 
 namespace gpumem {
 namespace {
 
-const std::string kPrefix = "\u25b3Used Peaked MB:";
+using testing::kPrefix;
 
 TEST(ReportFormat, FieldsAreWidthSixWithThousands) {
   EXPECT_EQ(format_report(0, 0, std::nullopt, std::nullopt), kPrefix + "      0      0");

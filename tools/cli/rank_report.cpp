@@ -4,13 +4,10 @@
 #include <unordered_set>
 
 #include "format.hpp"
+#include "json_null.hpp"
 
 namespace gpumem::cli {
 namespace {
-
-nlohmann::ordered_json optional_int(const std::optional<int>& value) {
-  return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json();
-}
 
 std::string rank_name(const RankInfo& info) {
   std::string out = info.rank ? "rank " + std::to_string(*info.rank) : "rank ?";
@@ -95,8 +92,8 @@ nlohmann::ordered_json ranks_json(const RunResult& result) {
     }
     const RankDeviceRow* highest = row.highest < 0 ? nullptr : &row.devices[row.highest];
     out.push_back({
-        {"rank", optional_int(row.info.rank)},
-        {"local_rank", optional_int(row.info.local_rank)},
+        {"rank", json_or_null(row.info.rank)},
+        {"local_rank", json_or_null(row.info.local_rank)},
         {"pids", row.pids},
         {"peak_bytes", highest != nullptr ? highest->peak : 0},
         {"device", highest != nullptr ? nlohmann::ordered_json(highest->device->info.ordinal)
@@ -111,14 +108,14 @@ nlohmann::ordered_json ranks_json(const RunResult& result) {
 }
 
 void add_rank_fields(nlohmann::ordered_json& process, const RankInfo& rank) {
-  process["rank"] = optional_int(rank.rank);
-  process["local_rank"] = optional_int(rank.local_rank);
+  process["rank"] = json_or_null(rank.rank);
+  process["local_rank"] = json_or_null(rank.local_rank);
 }
 
 nlohmann::ordered_json own_rank_json(const RankInfo& rank) {
   if (!rank.known()) return nullptr;
-  return {{"rank", optional_int(rank.rank)},
-          {"local_rank", optional_int(rank.local_rank)},
+  return {{"rank", json_or_null(rank.rank)},
+          {"local_rank", json_or_null(rank.local_rank)},
           {"variable", rank.rank ? rank.rank_variable : rank.local_variable}};
 }
 

@@ -1,3 +1,4 @@
+#include "json_null.hpp"
 #include "report_output.hpp"
 
 namespace gpumem::cli {
@@ -5,14 +6,10 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json optional_int(const std::optional<int>& value) {
-  return value ? Json(*value) : Json();
-}
-
 Json rank_reference(const JobReport& report, const std::optional<std::size_t>& index) {
   if (!index) return Json();
   const JobRank& rank = report.ranks[*index];
-  return {{"rank", optional_int(rank.rank)}, {"local_rank", optional_int(rank.local_rank)}};
+  return {{"rank", json_or_null(rank.rank)}, {"local_rank", json_or_null(rank.local_rank)}};
 }
 
 }  // namespace
@@ -22,18 +19,18 @@ nlohmann::ordered_json report_json(const JobReport& report) {
   for (const JobInput& input : report.inputs) {
     inputs.push_back({{"file", input.path},
                       {"node", input.node},
-                      {"gpumem_rank", optional_int(input.gpumem_rank)},
+                      {"gpumem_rank", json_or_null(input.gpumem_rank)},
                       {"mode", input.mode},
                       {"exit_code", input.exit_code},
                       {"elapsed_s", input.elapsed_s}});
   }
   Json ranks = Json::array();
   for (const JobRank& rank : report.ranks) {
-    ranks.push_back({{"rank", optional_int(rank.rank)},
-                     {"local_rank", optional_int(rank.local_rank)},
+    ranks.push_back({{"rank", json_or_null(rank.rank)},
+                     {"local_rank", json_or_null(rank.local_rank)},
                      {"node", rank.node},
                      {"file", rank.file},
-                     {"device", optional_int(rank.device)},
+                     {"device", json_or_null(rank.device)},
                      {"device_key", rank.device_key.empty() ? Json() : Json(rank.device_key)},
                      {"name", rank.device_name},
                      {"peak_bytes", rank.peak_bytes},
@@ -44,7 +41,7 @@ nlohmann::ordered_json report_json(const JobReport& report) {
     devices.push_back({{"key", device.key},
                        {"uuid", device.uuid.empty() ? Json() : Json(device.uuid)},
                        {"node", device.node},
-                       {"nvml_index", optional_int(device.nvml_index)},
+                       {"nvml_index", json_or_null(device.nvml_index)},
                        {"device", device.device},
                        {"name", device.name},
                        {"total_bytes", device.total_bytes},

@@ -1,0 +1,15 @@
+// An optional value as JSON: the value, or null when there is none. The one spelling of "absent"
+// in every document the command writes.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+
+namespace gpumem::cli {
+
+template <typename T>
+nlohmann::ordered_json json_or_null(const std::optional<T>& value) {
+  return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
+}
+
+}  // namespace gpumem::cli
