@@ -71,11 +71,11 @@ SpoolDirectory open_spool_directory(const std::filesystem::path& spool, SpoolRol
   const int fd = ::open(spool.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     const int error = errno;
-    struct stat link {};
+    struct stat entry {};
     if (error == ENOENT && role == SpoolRole::reader) {
       result.missing = true;
-    } else if ((error == ELOOP || error == ENOTDIR) && ::lstat(spool.c_str(), &link) == 0) {
-      result.refusal = S_ISLNK(link.st_mode) ? "it is a symbolic link" : "it is not a directory";
+    } else if ((error == ELOOP || error == ENOTDIR) && ::lstat(spool.c_str(), &entry) == 0) {
+      result.refusal = S_ISLNK(entry.st_mode) ? "it is a symbolic link" : "it is not a directory";
     } else {
       result.refusal = std::string("it cannot be opened: ") + std::strerror(error);
     }

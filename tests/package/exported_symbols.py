@@ -24,6 +24,7 @@ SEAMS = {
     "gpumem::detail::process_start_time",
     "gpumem::detail::format_spool_record",
     "gpumem::detail::parse_spool_record",
+    "gpumem::detail::PublishedTrace::~PublishedTrace",  # inline, emitted where it is used
     "gpumem::support::record_diagnostic",
     "gpumem::driver::device_uuid",
     "gpumem::driver::uuid_text",

@@ -234,13 +234,23 @@ TEST_F(Publish, ExpiresDeadPublishersByPidAndStartTime) {
   PublishedTrace old_writer{"no start time", 1, "", 1'000, sample_bytes(), {}};
   write_file("1-old.trace", format_spool_record(old_writer));
   write_file(".999999999-0.tmp", "torn");  // its writer is gone
+  // Temporaries named as this writer names them: "<pid>-<namespace>-<start>-<sequence>".
+  const PublishedTrace alive = read_spool(spool_).traces.at(0);
+  const std::string self = alive.file.substr(0, alive.file.rfind('-'));
+  write_file("." + self + "-7.tmp", "being written");
+  const std::string dead = std::to_string(alive.pid) + "-" +
+                           self.substr(self.find('-') + 1, self.rfind('-') - self.find('-')) +
+                           std::to_string(alive.pid_start + 1);  // a reused pid
+  write_file("." + dead + "-7.tmp", "torn");
   SpoolExpiry expiry;
   expiry.now_unix_ms = 1'000'000'000'000'000;
   expiry.retention_ms = 1'000;
   SpoolContents contents = read_spool(spool_, {}, &expiry);
   ASSERT_EQ(contents.traces.size(), 1u);
   EXPECT_EQ(contents.traces[0].scope, "alive");  // its publisher (this test) still runs
-  EXPECT_EQ(contents.expired, 3u);
+  EXPECT_EQ(contents.expired, 4u);
+  EXPECT_TRUE(fs::exists(spool_ / ("." + self + "-7.tmp")));
+  EXPECT_FALSE(fs::exists(spool_ / ("." + dead + "-7.tmp")));
   EXPECT_FALSE(fs::exists(spool_ / "1-impostor.trace"));
   EXPECT_FALSE(fs::exists(spool_ / "1-old.trace"));
   EXPECT_FALSE(fs::exists(spool_ / ".999999999-0.tmp"));
