@@ -8,9 +8,9 @@
  * sharing one spool never collide), replaced atomically (written to a temporary file in the same
  * directory, then renamed over the old one), so a program that crashes mid-publish loses nothing
  * already published and leaves no torn file behind. The exporter reads the directory at each
-collection; it keeps the results of a
- * process that has exited for a retention period (`gpumem serve --retention`), then deletes
- * them. Every function is thread-safe; figures are the bytes of TraceBytes.
+ * collection; it keeps the results of a process that has exited for a retention period
+ * (`gpumem serve --retention`), then deletes them. Every function is thread-safe; figures are
+ * the bytes of TraceBytes.
  *
  * @code
  * #include <gpumem/publish.hpp>
@@ -58,10 +58,10 @@ inline constexpr std::size_t max_scopes_per_process = 64;
  * @brief Publishes `bytes` as the latest result of `scope` for this process, replacing its
  * previous one, in default_spool_directory() or in `spool`.
  *
- * The directory must be owned by this user or root and not writable by others, the rule the
- * exporter applies too. Two kinds are accepted:
- *  - private (the default): not writable by its group; created mode 0700 when missing; records
- *    are written 0600;
+ * The directory must not be writable by others; the exporter applies the same rule. Two kinds
+ * are accepted:
+ *  - private (the default): this user's, not writable by its group; created mode 0700 when
+ *    missing; records are written 0600;
  *  - group-shared: setgid and sticky, writable by its group, of which this process is a member
  *    unless it owns the directory (e.g. `install -d -o root -g gpumem -m 3770 DIR`); records are
  *    written 0640, so that an exporter in the group can read every user's records.
