@@ -17,13 +17,19 @@
 #include "gpumem/diagnostics.hpp"
 #include "gpumem/internal/clock.hpp"
 #include "gpumem/internal/environment.hpp"
+#include "gpumem/internal/pid_namespace.hpp"
+#include "gpumem/internal/spool.hpp"
 #include "gpumem/publish.hpp"
 #include "identity/device_map.hpp"
+#include "publish/spool_directory.hpp"
 #include "publish/spool_files.hpp"
 #include "support/diagnostics_log.hpp"
 
 namespace gpumem {
 namespace {
+
+using detail::PublishedTrace;
+using detail::SpoolWriter;
 
 bool fail(std::string message, std::string* error) {
   support::record_diagnostic(message);
@@ -33,52 +39,6 @@ bool fail(std::string message, std::string* error) {
 
 std::string errno_text(int error) {
   return std::strerror(error);
-}
-
-bool in_group(gid_t group) {
-  if (::getegid() == group) return true;
-  const int count = ::getgroups(0, nullptr);
-  if (count <= 0) return false;
-  std::vector<gid_t> groups(static_cast<std::size_t>(count));
-  const int got = ::getgroups(count, groups.data());
-  return got > 0 && std::find(groups.begin(), groups.begin() + got, group) != groups.begin() + got;
-}
-
-struct OpenSpool {
-  int fd = -1;
-  bool shared = false;  // group-shared: records are written 0640
-};
-
-// Opens the spool directory, creating it private when missing. It must be this user's and not
-// writable by others, or a group-shared one (setgid, group-writable, a group of this process,
-// not writable by others): a publisher must not write where others can swap its files.
-OpenSpool open_spool(const std::filesystem::path& spool, std::string* error) {
-  std::error_code ignored;
-  if (spool.has_parent_path()) std::filesystem::create_directories(spool.parent_path(), ignored);
-  if (::mkdir(spool.c_str(), 0700) != 0 && errno != EEXIST) {
-    fail("cannot create the spool directory " + spool.string() + ": " + errno_text(errno), error);
-    return {};
-  }
-  int fd = ::open(spool.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    fail("cannot open the spool directory " + spool.string() + ": " + errno_text(errno), error);
-    return {};
-  }
-  struct stat info {};
-  const bool read = ::fstat(fd, &info) == 0;
-  const bool others_write = (info.st_mode & S_IWOTH) != 0;
-  const bool own = read && !others_write && info.st_uid == ::geteuid();
-  const bool shared = read && !others_write && !own && (info.st_mode & S_ISGID) != 0 &&
-                      (info.st_mode & S_IWGRP) != 0 && in_group(info.st_gid);
-  if (!own && !shared) {
-    ::close(fd);
-    fail("refusing the spool directory " + spool.string() +
-             ": it must be a directory of this user that others cannot write, or a setgid "
-             "directory of one of this user's groups that others cannot write",
-         error);
-    return {};
-  }
-  return {fd, shared || (info.st_mode & S_ISGID) != 0};
 }
 
 // The per-process cap: the record names this process has written, per spool directory.
@@ -95,10 +55,19 @@ bool within_scope_cap(const std::filesystem::path& spool, const std::string& nam
   return true;
 }
 
-std::string own_pid_namespace() {
-  std::error_code failed;
-  auto target = std::filesystem::read_symlink("/proc/self/ns/pid", failed);
-  return failed ? std::string() : target.string();
+// Who this process is, read once per process (a forked child reads its own): its start time from
+// /proc/self (its own entry whatever pid namespace /proc was mounted for) and its pid namespace.
+SpoolWriter own_writer() {
+  static std::mutex mutex;
+  static SpoolWriter writer;
+  const auto pid = static_cast<unsigned>(::getpid());
+  std::lock_guard lock(mutex);
+  if (writer.pid != pid) {
+    writer.pid = pid;
+    writer.start = detail::start_time_in("/proc/self/stat");
+    writer.pid_namespace = procfs::pid_namespace("/proc", "self");
+  }
+  return writer;
 }
 
 bool write_all(int fd, std::string_view text) {
@@ -147,35 +116,30 @@ bool publish_trace(const std::filesystem::path& spool, std::string_view scope,
   }
   trace.unix_ms = support::unix_time_ms();
   trace.bytes = bytes;
-  {
-    // Read once per process (a forked child reads its own).
-    static std::mutex mutex;
-    static unsigned read_for = 0;
-    static std::uint64_t start = 0;
-    static std::string pid_namespace;
-    std::lock_guard lock(mutex);
-    if (read_for != trace.pid) {
-      start = process_start_time("/proc", trace.pid);
-      pid_namespace = own_pid_namespace();
-      read_for = trace.pid;
-    }
-    trace.pid_start = start;
-    trace.pid_namespace = pid_namespace;
-  }
+  const SpoolWriter writer = own_writer();
+  trace.pid_start = writer.start;
+  trace.pid_namespace = detail::pid_namespace_text(writer.pid_namespace);
 
-  const std::string name = detail::spool_file_name(trace.pid, scope);
+  const std::string name = detail::spool_file_name(writer, scope);
   if (!within_scope_cap(spool, name)) {
     return fail("cannot publish '" + std::string(scope) + "' to " + spool.string() +
                     ": this process already published " + std::to_string(max_scopes_per_process) +
                     " scopes there (the limit); reuse scope names",
                 error);
   }
-  const OpenSpool opened = open_spool(spool, error);
-  if (opened.fd < 0) return false;
+  // A publisher must not write where others can swap its files: the rule the exporter applies.
+  const detail::SpoolDirectory opened =
+      detail::open_spool_directory(spool, detail::SpoolRole::writer);
+  if (opened.fd < 0) {
+    return fail("refusing the spool directory " + spool.string() + ": " + opened.refusal, error);
+  }
   const int dir = opened.fd;
+  struct stat info {};
+  // Setgid: the records get the directory's group, whose members (the exporter) read them.
+  const bool shared = ::fstat(dir, &info) == 0 && (info.st_mode & S_ISGID) != 0;
   static std::atomic<unsigned> sequence{0};
-  const std::string temporary = detail::spool_temporary_name(trace.pid, sequence++);
-  const mode_t mode = opened.shared ? 0640 : 0600;
+  const std::string temporary = detail::spool_temporary_name(writer, sequence++);
+  const mode_t mode = shared ? 0640 : 0600;
   int fd =
       ::openat(dir, temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd >= 0) ::fchmod(fd, mode);  // whatever the umask
@@ -186,7 +150,7 @@ bool publish_trace(const std::filesystem::path& spool, std::string_view scope,
   }
   // No fsync: rename already makes a process crash harmless, and the default spool lives in
   // tmpfs, which a power loss empties anyway. Publishing stays cheap enough for every step.
-  bool ok = write_all(fd, format_spool_record(trace));
+  bool ok = write_all(fd, detail::format_spool_record(trace));
   int saved = ok ? 0 : errno;
   if (::close(fd) != 0 && ok) {
     ok = false;

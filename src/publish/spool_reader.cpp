@@ -1,6 +1,7 @@
-// The reading side of the spool: bounded in entries, files and bytes, fair among publishers,
-// never following links, and indifferent to anything in the directory that is not a whole
-// record. Every file operation is relative to the opened directory.
+// The reading side of the spool: bounded in entries, files and bytes, fair among the users who
+// own the files and then among their publishers, never following links, and indifferent to
+// anything in the directory that is not a whole record. Every file operation is relative to the
+// opened directory, which must pass the rule the publishers apply (spool_directory).
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,17 +13,21 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <tuple>
 
-#include "gpumem/publish.hpp"
+#include "gpumem/internal/pid_namespace.hpp"
+#include "gpumem/internal/spool.hpp"
+#include "publish/spool_directory.hpp"
 #include "publish/spool_files.hpp"
 
-namespace gpumem {
+namespace gpumem::detail {
 namespace {
 
-enum class ReadResult { ok, malformed, unreadable };
+enum class ReadResult { ok, malformed, unreadable, replaced };
 
-// The file's text, when it is a small regular file.
-ReadResult read_small_file(int dir, const char* name, std::size_t max_bytes, std::string& text) {
+// The file's text, when it is a small regular file still owned by `owner`.
+ReadResult read_small_file(int dir, const char* name, std::size_t max_bytes, uid_t owner,
+                           std::string& text) {
   int fd = ::openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     // A symlink (ELOOP) or a vanished file is not a record; a permission problem is worth
@@ -32,6 +37,11 @@ ReadResult read_small_file(int dir, const char* name, std::size_t max_bytes, std
   struct stat info {};
   bool ok = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) &&
             static_cast<std::size_t>(info.st_size) <= max_bytes;
+  if (ok && info.st_uid != owner) {
+    // Replaced since the directory was listed: its share went to the owner it had then.
+    ::close(fd);
+    return ReadResult::replaced;
+  }
   if (ok) {
     text.assign(max_bytes + 1, '\0');
     std::size_t size = 0;
@@ -51,17 +61,50 @@ ReadResult read_small_file(int dir, const char* name, std::size_t max_bytes, std
   return ok ? ReadResult::ok : ReadResult::malformed;
 }
 
-// The pid a record's file name starts with ("<pid>-…"), 0 when there is none.
-unsigned pid_of_name(std::string_view name) {
-  unsigned pid = 0;
-  std::from_chars(name.data(), name.data() + name.size(), pid);
-  return pid;
+// Whether the writer a name claims runs now (which needs its start time).
+bool writer_running(const SpoolWriter& writer, const SpoolExpiry* expiry) {
+  if (writer.start == 0) return false;
+  PublishedTrace trace;
+  trace.pid = writer.pid;
+  trace.pid_start = writer.start;
+  trace.pid_namespace = pid_namespace_text(writer.pid_namespace);
+  if (expiry != nullptr && expiry->running) return expiry->running(trace);
+  // Without the exporter's view of other namespaces, only this one's processes can be told.
+  static const std::uint64_t own = procfs::pid_namespace("/proc", "self");
+  if (writer.pid_namespace != 0 && writer.pid_namespace != own) return false;
+  return process_running(expiry != nullptr ? expiry->proc : "/proc", writer.pid, writer.start);
+}
+
+// Whether a record says what its name says: a name of this writer's format must be exactly the
+// one its writer would give it; an older writer's "<pid>-…" name must at least name its pid.
+bool name_agrees(const SpoolWriter& named, const std::string& file, const PublishedTrace& trace) {
+  if (!named.full) return named.pid == trace.pid;
+  const SpoolWriter writer{trace.pid, pid_namespace_inode(trace.pid_namespace), trace.pid_start,
+                           true};
+  return (writer.pid_namespace != 0) == !trace.pid_namespace.empty() &&
+         spool_file_name(writer, trace.scope) == file;
+}
+
+// One from each group in turn until `limit` or the groups run out.
+std::vector<const std::string*> round_robin(
+    const std::vector<const std::vector<std::string>*>& groups, std::size_t limit) {
+  std::vector<const std::string*> chosen;
+  for (std::size_t round = 0; chosen.size() < limit; ++round) {
+    bool any = false;
+    for (const auto* names : groups) {
+      if (round >= names->size()) continue;
+      any = true;
+      if (chosen.size() < limit) chosen.push_back(&(*names)[round]);
+    }
+    if (!any) break;
+  }
+  return chosen;
 }
 
 }  // namespace
 
-std::uint64_t process_start_time(const std::filesystem::path& proc, unsigned pid) {
-  std::ifstream stat(proc / std::to_string(pid) / "stat");
+std::uint64_t start_time_in(const std::filesystem::path& stat_file) {
+  std::ifstream stat(stat_file);
   std::string text;
   std::getline(stat, text);
   // "pid (comm) state ppid …": comm may hold anything, so fields are counted after its last ')'.
@@ -81,6 +124,10 @@ std::uint64_t process_start_time(const std::filesystem::path& proc, unsigned pid
   return 0;
 }
 
+std::uint64_t process_start_time(const std::filesystem::path& proc, unsigned pid) {
+  return start_time_in(proc / std::to_string(pid) / "stat");
+}
+
 bool process_running(const std::filesystem::path& proc, unsigned pid, std::uint64_t start) {
   return pid != 0 && start != 0 && process_start_time(proc, pid) == start;
 }
@@ -88,55 +135,99 @@ bool process_running(const std::filesystem::path& proc, unsigned pid, std::uint6
 SpoolContents read_spool(const std::filesystem::path& spool, const SpoolLimits& limits,
                          const SpoolExpiry* expiry) {
   SpoolContents contents;
-  int dir_fd = ::open(spool.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return contents;
+  const SpoolDirectory opened = open_spool_directory(spool, SpoolRole::reader);
+  if (opened.fd < 0) {
+    contents.refused = opened.refusal;
+    return contents;
+  }
+  const int dir_fd = opened.fd;
   DIR* dir = ::fdopendir(dir_fd);
   if (dir == nullptr) {
     ::close(dir_fd);
     return contents;
   }
-  // Names first, grouped by publisher; then one per publisher in turn.
-  std::map<unsigned, std::vector<std::string>> by_pid;
+  // Names first, grouped by the owner the kernel gives each file (which a file cannot fake),
+  // then by the writer its name claims.
+  std::map<uid_t, std::map<SpoolWriter, std::vector<std::string>>> owners;
   std::vector<std::string> temporaries;
   std::size_t entries = 0;
+  std::size_t records = 0;
   while (dirent* entry = ::readdir(dir)) {
     std::string_view name = entry->d_name;
-    const bool record = detail::is_spool_record_name(name);
-    const bool temporary = detail::is_spool_temporary_name(name);
+    const bool record = is_spool_record_name(name);
+    const bool temporary = is_spool_temporary_name(name);
     if (!record && !temporary) continue;
     if (entries++ >= limits.max_entries) {
       contents.dropped += record ? 1 : 0;
       continue;
     }
-    if (record) {
-      by_pid[pid_of_name(name)].emplace_back(name);
-    } else {
+    if (!record) {
       temporaries.emplace_back(name);
+      continue;
     }
+    struct stat info {};
+    if (::fstatat(dir_fd, entry->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(info.st_mode) || static_cast<std::size_t>(info.st_size) > limits.max_file_bytes) {
+      ++contents.malformed;  // a link, a vanished file, anything but a small regular file
+      continue;
+    }
+    owners[info.st_uid][spool_record_writer(name).value_or(SpoolWriter{})].emplace_back(name);
+    ++records;
   }
-  std::vector<const std::string*> chosen;
-  for (std::size_t round = 0; chosen.size() < limits.max_files; ++round) {
+
+  // Each owner's share of the files read: one more each in turn, so that no user can crowd out
+  // another's records however many files it makes.
+  std::vector<std::size_t> counts;
+  for (const auto& [uid, writers] : owners) {
+    std::size_t count = 0;
+    for (const auto& [writer, names] : writers) count += names.size();
+    counts.push_back(count);
+  }
+  std::vector<std::size_t> shares(counts.size(), 0);
+  std::size_t taken = 0;
+  for (std::size_t round = 0; taken < limits.max_files; ++round) {
     bool any = false;
-    for (auto& [pid, names] : by_pid) {
-      if (round >= names.size()) continue;
+    for (std::size_t i = 0; i < counts.size() && taken < limits.max_files; ++i) {
+      if (counts[i] <= round) continue;
       any = true;
-      if (chosen.size() < limits.max_files) chosen.push_back(&names[round]);
+      ++shares[i];
+      ++taken;
     }
     if (!any) break;
   }
-  std::size_t records = 0;
-  for (const auto& [pid, names] : by_pid) records += names.size();
+  // Within an owner, its publishers in turn; where its share does not cover its files, the
+  // publishers that run now first, so that a pile of stale or forged names cannot hide them.
+  std::vector<std::pair<uid_t, const std::string*>> chosen;
+  std::size_t index = 0;
+  for (const auto& [uid, writers] : owners) {
+    const std::size_t share = shares[index];
+    const bool short_of_share = share < counts[index++];
+    std::vector<const std::vector<std::string>*> running;
+    std::vector<const std::vector<std::string>*> others;
+    for (const auto& [writer, names] : writers) {
+      (short_of_share && writer_running(writer, expiry) ? running : others).push_back(&names);
+    }
+    std::vector<const std::string*> names = round_robin(running, share);
+    for (const std::string* name : round_robin(others, share - names.size())) names.push_back(name);
+    for (const std::string* name : names) chosen.emplace_back(uid, name);
+  }
   contents.dropped += records - chosen.size();
 
   std::string text;
-  for (const std::string* name : chosen) {
+  for (const auto& [uid, name] : chosen) {
     PublishedTrace trace;
-    const ReadResult result = read_small_file(dir_fd, name->c_str(), limits.max_file_bytes, text);
+    const ReadResult result =
+        read_small_file(dir_fd, name->c_str(), limits.max_file_bytes, uid, text);
     if (result == ReadResult::unreadable) {
       ++contents.unreadable;
       continue;
     }
-    if (result != ReadResult::ok || !parse_spool_record(text, trace)) {
+    if (result == ReadResult::replaced) {
+      ++contents.dropped;
+      continue;
+    }
+    if (result != ReadResult::ok || !parse_spool_record(text, trace) ||
+        !name_agrees(spool_record_writer(*name).value_or(SpoolWriter{}), *name, trace)) {
       ++contents.malformed;
       continue;
     }
@@ -153,17 +244,21 @@ SpoolContents read_spool(const std::filesystem::path& spool, const SpoolLimits& 
   if (expiry != nullptr) {
     for (const std::string& name : temporaries) {
       // A temporary lives for the instant of a publish: one whose writer is gone is litter.
-      const auto writer = detail::spool_temporary_writer(name);
-      const bool alive = writer && std::filesystem::exists(expiry->proc / std::to_string(*writer));
+      const auto writer = spool_temporary_writer(name);
+      const bool alive =
+          writer && (writer->start != 0
+                         ? writer_running(*writer, expiry)
+                         : std::filesystem::exists(expiry->proc / std::to_string(writer->pid)));
       if (!alive && ::unlinkat(dir_fd, name.c_str(), 0) == 0) ++contents.expired;
     }
   }
   ::closedir(dir);
   std::sort(contents.traces.begin(), contents.traces.end(),
             [](const PublishedTrace& a, const PublishedTrace& b) {
-              return a.scope != b.scope ? a.scope < b.scope : a.pid < b.pid;
+              return std::tie(a.scope, a.pid, a.pid_namespace, a.file) <
+                     std::tie(b.scope, b.pid, b.pid_namespace, b.file);
             });
   return contents;
 }
 
-}  // namespace gpumem
+}  // namespace gpumem::detail

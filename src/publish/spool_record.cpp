@@ -5,10 +5,11 @@
 #include <string_view>
 #include <type_traits>
 
+#include "gpumem/internal/spool.hpp"
 #include "gpumem/publish.hpp"
 #include "publish/spool_files.hpp"
 
-namespace gpumem {
+namespace gpumem::detail {
 namespace {
 
 constexpr std::string_view kMagic = "gpumem-trace 1";
@@ -88,7 +89,7 @@ bool parse_spool_record(std::string_view text, PublishedTrace& out) {
       ended = true;
       continue;
     }
-    if (!detail::is_plain_text(line)) return false;
+    if (!is_plain_text(line)) return false;
     std::size_t space = line.find(' ');
     if (space == std::string_view::npos) return false;
     std::string_view key = line.substr(0, space);
@@ -97,7 +98,7 @@ bool parse_spool_record(std::string_view text, PublishedTrace& out) {
     bool ok = false;
     unsigned bit = 0;
     if (key == "scope") {
-      ok = detail::valid_scope(value);
+      ok = valid_scope(value);
       trace.scope = value;
       bit = 1u << 0;
     } else if (key == "pid") {
@@ -149,4 +150,4 @@ bool parse_spool_record(std::string_view text, PublishedTrace& out) {
   return true;
 }
 
-}  // namespace gpumem
+}  // namespace gpumem::detail

@@ -18,6 +18,13 @@ SEAMS = {
     "gpumem::detail::start_run_attribution",
     "gpumem::detail::run_attribution_peaks",
     "gpumem::detail::device_process_list",
+    "gpumem::detail::spool_directory_refusal",
+    "gpumem::detail::read_spool",
+    "gpumem::detail::process_running",
+    "gpumem::detail::process_start_time",
+    "gpumem::detail::format_spool_record",
+    "gpumem::detail::parse_spool_record",
+    "gpumem::detail::PublishedTrace::~PublishedTrace",  # inline, emitted where it is used
     "gpumem::support::record_diagnostic",
     "gpumem::driver::device_uuid",
     "gpumem::driver::uuid_text",

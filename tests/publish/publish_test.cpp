@@ -1,6 +1,7 @@
 // Publishing trace results to the spool and reading them back: atomic replacement, the
 // directory kinds accepted and refused, fair bounded reads, and the expiry of dead publishers.
 #include <grp.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,8 +11,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "gpumem/diagnostics.hpp"
+#include "gpumem/internal/spool.hpp"
 #include "gpumem/publish.hpp"
 #include "support/sim_gpu.hpp"
 
@@ -19,6 +22,14 @@ namespace gpumem {
 namespace {
 
 namespace fs = std::filesystem;
+using detail::format_spool_record;
+using detail::process_running;
+using detail::process_start_time;
+using detail::PublishedTrace;
+using detail::read_spool;
+using detail::SpoolContents;
+using detail::SpoolExpiry;
+using detail::SpoolLimits;
 using testing::MiB;
 
 class Publish : public ::testing::Test {
@@ -223,13 +234,23 @@ TEST_F(Publish, ExpiresDeadPublishersByPidAndStartTime) {
   PublishedTrace old_writer{"no start time", 1, "", 1'000, sample_bytes(), {}};
   write_file("1-old.trace", format_spool_record(old_writer));
   write_file(".999999999-0.tmp", "torn");  // its writer is gone
+  // Temporaries named as this writer names them: "<pid>-<namespace>-<start>-<sequence>".
+  const PublishedTrace alive = read_spool(spool_).traces.at(0);
+  const std::string self = alive.file.substr(0, alive.file.rfind('-'));
+  write_file("." + self + "-7.tmp", "being written");
+  const std::string dead = std::to_string(alive.pid) + "-" +
+                           self.substr(self.find('-') + 1, self.rfind('-') - self.find('-')) +
+                           std::to_string(alive.pid_start + 1);  // a reused pid
+  write_file("." + dead + "-7.tmp", "torn");
   SpoolExpiry expiry;
   expiry.now_unix_ms = 1'000'000'000'000'000;
   expiry.retention_ms = 1'000;
   SpoolContents contents = read_spool(spool_, {}, &expiry);
   ASSERT_EQ(contents.traces.size(), 1u);
   EXPECT_EQ(contents.traces[0].scope, "alive");  // its publisher (this test) still runs
-  EXPECT_EQ(contents.expired, 3u);
+  EXPECT_EQ(contents.expired, 4u);
+  EXPECT_TRUE(fs::exists(spool_ / ("." + self + "-7.tmp")));
+  EXPECT_FALSE(fs::exists(spool_ / ("." + dead + "-7.tmp")));
   EXPECT_FALSE(fs::exists(spool_ / "1-impostor.trace"));
   EXPECT_FALSE(fs::exists(spool_ / "1-old.trace"));
   EXPECT_FALSE(fs::exists(spool_ / ".999999999-0.tmp"));
@@ -299,6 +320,180 @@ TEST_F(Publish, AGroupSharedSpoolServesTwoUsers) {
                       return contents.unreadable == 1 && contents.malformed == 0 ? 0 : 1;
                     }),
             0);
+}
+
+// Issue 24, finding 3: two containers' pid-1 processes publishing one scope to a shared spool
+// each keep their record (the file name carries the pid namespace and start time).
+TEST_F(Publish, ContainersSharingASpoolKeepEachOthersRecords) {
+  fs::create_directories(spool_);
+  for (std::int64_t peak : {111, 222}) {
+    const pid_t outer = ::fork();
+    if (outer == 0) {
+      // A pid namespace of its own: its first child is pid 1 there, as in a container.
+      if (::unshare(CLONE_NEWPID) != 0) ::_exit(77);
+      const pid_t inner = ::fork();
+      if (inner == 0) {
+        TraceBytes bytes = sample_bytes();
+        bytes.device = -1;
+        bytes.peak = peak;
+        ::_exit(::getpid() == 1 && publish_trace(spool_, "train step", bytes) ? 0 : 1);
+      }
+      int status = 0;
+      ::waitpid(inner, &status, 0);
+      ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 2);
+    }
+    int status = 0;
+    ::waitpid(outer, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "no new pid namespaces here (needs root)";
+    ASSERT_EQ(WEXITSTATUS(status), 0);
+  }
+  SpoolContents contents = read_spool(spool_);
+  ASSERT_EQ(contents.traces.size(), 2u);
+  EXPECT_EQ(contents.malformed, 0u);
+  std::set<std::int64_t> peaks;
+  std::set<std::string> namespaces;
+  for (const PublishedTrace& t : contents.traces) {
+    EXPECT_EQ(t.scope, "train step");
+    EXPECT_EQ(t.pid, 1u);
+    EXPECT_TRUE(t.pid_namespace.starts_with("pid:[")) << t.pid_namespace;
+    EXPECT_GT(t.pid_start, 0u);
+    peaks.insert(t.bytes.peak);
+    namespaces.insert(t.pid_namespace);
+  }
+  EXPECT_EQ(peaks, (std::set<std::int64_t>{111, 222}));
+  EXPECT_EQ(namespaces.size(), 2u);
+}
+
+// `count` records of dead publishers, as anyone who may write the spool can make them: named
+// "1-….trace" to "<count>-….trace" (the issue's flood), each a well-formed record of its pid.
+void forge_records(const fs::path& spool, int count, uid_t owner) {
+  for (int pid = 1; pid <= count; ++pid) {
+    PublishedTrace forged{"forged " + std::to_string(pid),
+                          static_cast<unsigned>(pid),
+                          "",
+                          1'000,
+                          {Source::sampled, 0, 0, 1, 1, 1, 0},
+                          {}};
+    const fs::path file = spool / (std::to_string(pid) + "-forged.trace");
+    std::ofstream(file) << format_spool_record(forged);
+    ASSERT_EQ(::chown(file.c_str(), owner, static_cast<gid_t>(-1)), 0);
+  }
+}
+
+// Issue 24, finding 4: 1,100 forged files in the spool hid every record of a real publisher
+// (spool_dropped_files 92). Its 16 records are read, and the flood fills what is left.
+TEST_F(Publish, AFloodOfForgedFilesCannotHideARunningPublisher) {
+  for (int i = 0; i < 16; ++i) {
+    ASSERT_TRUE(publish_trace(spool_, "real " + std::to_string(i), sample_bytes()));
+  }
+  forge_records(spool_, 1100, ::geteuid());  // the same user, even: the running one goes first
+  SpoolContents contents = read_spool(spool_);
+  EXPECT_EQ(contents.traces.size(), 1024u);
+  EXPECT_EQ(contents.dropped, 92u);
+  EXPECT_EQ(contents.malformed, 0u);
+  int real = 0;
+  for (const PublishedTrace& t : contents.traces) {
+    real += t.pid == static_cast<unsigned>(::getpid()) ? 1 : 0;
+  }
+  EXPECT_EQ(real, 16);
+}
+
+// The same flood by another user, against a publisher that has exited (its records retained):
+// the share goes by the files' owners, as the kernel gives them, whatever the names say.
+TEST_F(Publish, AnotherUsersFloodCannotHideAnExitedPublisher) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to act as two users";
+  constexpr gid_t kGroup = 4242;
+  constexpr uid_t kAlice = 4243, kMallory = 4246;
+  fs::create_directories(spool_);
+  ASSERT_EQ(::chown(spool_.c_str(), 0, kGroup), 0);
+  ASSERT_EQ(::chmod(spool_.c_str(), 03770), 0);
+  EXPECT_EQ(as_user(kAlice, kGroup,
+                    [&] {
+                      TraceBytes bytes = sample_bytes();
+                      bytes.device = -1;
+                      for (int i = 0; i < 16; ++i) {
+                        if (!publish_trace(spool_, "alice " + std::to_string(i), bytes)) return 1;
+                      }
+                      return 0;
+                    }),
+            0);
+  forge_records(spool_, 1100, kMallory);
+  SpoolContents contents = read_spool(spool_);
+  EXPECT_EQ(contents.traces.size(), 1024u);
+  EXPECT_EQ(contents.dropped, 92u);
+  int alice = 0;
+  for (const PublishedTrace& t : contents.traces) alice += t.scope.starts_with("alice") ? 1 : 0;
+  EXPECT_EQ(alice, 16);
+}
+
+// A record whose name says another writer than its contents is not a record.
+TEST_F(Publish, ARecordMustAgreeWithItsName) {
+  ASSERT_TRUE(publish_trace(spool_, "mine", sample_bytes()));
+  const PublishedTrace mine = read_spool(spool_).traces.at(0);
+  PublishedTrace other = mine;
+  other.scope = "claims to be mine";
+  other.pid = mine.pid + 1;
+  write_file(mine.file.substr(0, mine.file.size() - 6) + "0.trace", format_spool_record(other));
+  write_file(std::to_string(mine.pid) + "-legacy.trace", format_spool_record(other));
+  SpoolContents contents = read_spool(spool_);
+  ASSERT_EQ(contents.traces.size(), 1u);
+  EXPECT_EQ(contents.traces[0].scope, "mine");
+  EXPECT_EQ(contents.malformed, 2u);
+}
+
+// Issue 24, finding 5: the exporter read any directory; it now applies the publishers' rule
+// (one function), and both say why they refuse.
+TEST_F(Publish, ReaderAndPublishersRefuseTheSameDirectories) {
+  struct Case {
+    mode_t mode;
+    uid_t owner;
+    const char* reason;  // empty: trusted
+  };
+  const uid_t me = ::geteuid();
+  std::vector<Case> cases = {{0700, me, ""},
+                             {03770, me, ""},
+                             {0777, me, "others may write it (mode 0777)"},
+                             {01777, me, "others may write it (mode 1777)"},
+                             {0770, me, "not setgid and sticky (mode 0770"},
+                             {02770, me, "not setgid and sticky (mode 2770"}};
+  if (::geteuid() == 0) {
+    cases.push_back({0700, 4246, "owned by uid 4246, neither this user (uid 0) nor root"});
+    cases.push_back({0755, 4246, "owned by uid 4246"});
+  }
+  for (const Case& c : cases) {
+    fs::remove_all(spool_);
+    fs::create_directories(spool_);
+    PublishedTrace forged{"forged", 1, "", 1'000, sample_bytes(), {}};
+    write_file("1-forged.trace", format_spool_record(forged));
+    ASSERT_EQ(::chown(spool_.c_str(), c.owner, static_cast<gid_t>(-1)), 0);
+    ASSERT_EQ(::chmod(spool_.c_str(), c.mode), 0);
+    const std::string refusal = detail::spool_directory_refusal(spool_);
+    SpoolContents contents = read_spool(spool_);
+    std::string error;
+    const bool published = publish_trace(spool_, "mine", sample_bytes(), &error);
+    if (*c.reason == '\0') {
+      EXPECT_EQ(refusal, "") << std::oct << c.mode;
+      EXPECT_TRUE(published) << error;
+      EXPECT_EQ(contents.traces.size(), 1u) << std::oct << c.mode;
+    } else {
+      EXPECT_NE(refusal.find(c.reason), std::string::npos) << refusal;
+      EXPECT_EQ(contents.refused, refusal);
+      EXPECT_TRUE(contents.traces.empty()) << std::oct << c.mode;
+      EXPECT_FALSE(published) << std::oct << c.mode;
+      EXPECT_NE(error.find("refusing the spool directory " + spool_.string() + ": " + refusal),
+                std::string::npos)
+          << error;
+    }
+  }
+  fs::remove_all(spool_);
+  fs::create_directories(spool_.string() + "-real");
+  fs::create_symlink(spool_.string() + "-real", spool_);
+  EXPECT_EQ(detail::spool_directory_refusal(spool_), "it is a symbolic link");
+  EXPECT_EQ(read_spool(spool_).refused, "it is a symbolic link");
+  fs::remove(spool_);
+  fs::remove_all(spool_.string() + "-real");
+  EXPECT_EQ(detail::spool_directory_refusal(spool_ / "missing"), "");  // an empty spool
 }
 
 TEST_F(Publish, AMissingSpoolIsEmpty) {

@@ -132,15 +132,15 @@ TEST_F(Tree, FindsPublishersInOtherPidNamespaces) {
   std::ofstream(host / "stat") << "5000 (python3) S 1 5000 5000 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 "
                                   "1 0 777 1000 100\n";
   PublisherLiveness liveness(root_ / "proc");
-  PublishedTrace in_container{"step", 12, "", 1, {}, {}, 777, "pid:[4026539999]"};
+  detail::PublishedTrace in_container{"step", 12, "", 1, {}, {}, 777, "pid:[4026539999]"};
   EXPECT_TRUE(liveness.running(in_container));
-  PublishedTrace restarted = in_container;
+  detail::PublishedTrace restarted = in_container;
   restarted.pid_start = 778;  // the pid was reused
   EXPECT_FALSE(liveness.running(restarted));
-  PublishedTrace elsewhere = in_container;
+  detail::PublishedTrace elsewhere = in_container;
   elsewhere.pid_namespace = "pid:[4026538888]";  // another container, gone
   EXPECT_FALSE(liveness.running(elsewhere));
-  PublishedTrace old_writer = in_container;
+  detail::PublishedTrace old_writer = in_container;
   old_writer.pid_namespace.clear();  // taken as the exporter's namespace: no pid 12 in this tree
   EXPECT_FALSE(liveness.running(old_writer));
 }

@@ -3,8 +3,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
+#include "gpumem/internal/clock.hpp"
+#include "gpumem/internal/spool.hpp"
 #include "gpumem/publish.hpp"
 #include "serve/exporter_process.hpp"
 #include "serve/exposition_parser.hpp"
@@ -201,16 +204,105 @@ TEST_F(Exporter, ShowsPublishedTraces) {
 
 TEST_F(Exporter, ExpiresTheResultsOfExitedProcesses) {
   // A record of a process that is gone, published long ago.
-  PublishedTrace old;
+  detail::PublishedTrace old;
   old.scope = "gone";
   old.pid = 0x7ffffff0;  // above pid_max: no such process
   old.unix_ms = 1'000;
   std::filesystem::create_directories(spool_);
-  std::ofstream(spool_ / "2147483632-x.trace") << format_spool_record(old);
+  std::ofstream(spool_ / "2147483632-x.trace") << detail::format_spool_record(old);
   auto exporter = start({"--retention", "1s"});
   auto e = scrape();
   EXPECT_TRUE(e.find("gpumem_trace_peak_bytes", {{"scope", "gone"}}).empty());
   EXPECT_FALSE(std::filesystem::exists(spool_ / "2147483632-x.trace"));
+}
+
+// A record of a process that is gone but recent (kept for the retention), as a file.
+void write_record(const std::filesystem::path& file, const std::string& scope, unsigned pid,
+                  std::int64_t peak, std::int64_t age_ms, const std::string& pid_namespace = "") {
+  detail::PublishedTrace t;
+  t.scope = scope;
+  t.pid = pid;
+  t.unix_ms = support::unix_time_ms() - age_ms;
+  t.bytes = {Source::sampled, 0, 0, peak, peak, peak, 0};
+  t.pid_namespace = pid_namespace;
+  std::filesystem::create_directories(file.parent_path());
+  std::ofstream(file) << detail::format_spool_record(t);
+}
+
+// Issue 24, finding 7 (part): two files of one scope and pid gave two samples of one series.
+TEST_F(Exporter, ShowsOneSeriesPerScopeAndPid) {
+  write_record(spool_ / "2147483632-a.trace", "step", 0x7ffffff0, 1 * MiB, 2'000);
+  write_record(spool_ / "2147483632-b.trace", "step", 0x7ffffff0, 2 * MiB, 1'000);  // newer
+  auto exporter = start();
+  auto e = scrape_until([](const testing::Exposition& x) {
+    return !x.find("gpumem_trace_peak_bytes", {{"scope", "step"}}).empty();
+  });
+  const auto peaks = e.find("gpumem_trace_peak_bytes", {{"scope", "step"}});
+  ASSERT_EQ(peaks.size(), 1u);
+  EXPECT_EQ(peaks[0].value, 2.0 * MiB);
+  EXPECT_EQ(e.find("gpumem_trace_published_timestamp_seconds", {{"scope", "step"}}).size(), 1u);
+}
+
+// Issue 24, finding 3: pid 1 of two containers, one scope, one shared spool: two series.
+TEST_F(Exporter, KeepsTheTracesOfTwoContainersApart) {
+  write_record(spool_ / "1-a.trace", "train step", 1, 1 * MiB, 1'000, "pid:[4026532001]");
+  write_record(spool_ / "1-b.trace", "train step", 1, 2 * MiB, 1'000, "pid:[4026532002]");
+  auto exporter = start();
+  auto e = scrape_until([](const testing::Exposition& x) {
+    return !x.find("gpumem_trace_peak_bytes", {{"scope", "train step"}}).empty();
+  });
+  EXPECT_EQ(e.value("gpumem_trace_peak_bytes",
+                    {{"scope", "train step"}, {"pid", "1"}, {"pid_namespace", "pid:[4026532001]"}}),
+            1.0 * MiB);
+  EXPECT_EQ(e.value("gpumem_trace_peak_bytes",
+                    {{"scope", "train step"}, {"pid", "1"}, {"pid_namespace", "pid:[4026532002]"}}),
+            2.0 * MiB);
+}
+
+// Issue 24, finding 5: a spool directory others could have made or can write holds records
+// anyone may have forged. The exporter refuses it at the start (status 2, with the reason)...
+TEST_F(Exporter, RefusesAnUntrustedSpoolDirectory) {
+  write_record(spool_ / "1-forged.trace", "forged", 1, 1 * MiB, 0);
+  std::vector<std::pair<std::function<void()>, std::string>> cases = {
+      {[&] { std::filesystem::permissions(spool_, std::filesystem::perms::all); },
+       "others may write it (mode 0777)"}};
+  if (::geteuid() == 0) {
+    // Root's default /tmp/gpumem-0 (no XDG_RUNTIME_DIR, as under sudo), made first by a user.
+    cases.emplace_back(
+        [&] {
+          ASSERT_EQ(::chmod(spool_.c_str(), 0700), 0);
+          ASSERT_EQ(::chown(spool_.c_str(), 4246, 4246), 0);
+        },
+        "it is owned by uid 4246, neither this user (uid 0) nor root");
+  }
+  for (const auto& [make, reason] : cases) {
+    make();
+    ExporterProcess exporter({"--listen", "127.0.0.1:0", "--spool", spool_.string()});
+    EXPECT_EQ(exporter.wait(), 2);
+    EXPECT_NE(exporter.err().find("gpumem serve: refusing the spool directory " + spool_.string() +
+                                  ": " + reason),
+              std::string::npos)
+        << exporter.err();
+  }
+}
+
+// ... and one that turns up later (made by someone else) is not read, and says why.
+TEST_F(Exporter, RefusesASpoolDirectoryThatTurnsUpUntrusted) {
+  auto exporter = start();  // no spool yet: an empty one
+  EXPECT_EQ(scrape().value("gpumem_exporter_spool_refused_directories"), 0);
+  write_record(spool_ / "1-forged.trace", "forged", 1, 1 * MiB, 0);
+  std::filesystem::permissions(spool_, std::filesystem::perms::all);
+  auto e = scrape_until([](const testing::Exposition& x) {
+    return !x.find("gpumem_exporter_spool_refused_directories").empty() &&
+           x.value("gpumem_exporter_spool_refused_directories") == 1;
+  });
+  EXPECT_EQ(e.value("gpumem_exporter_spool_refused_directories"), 1);
+  EXPECT_TRUE(e.find("gpumem_trace_peak_bytes").empty());
+  EXPECT_EQ(exporter->stop(SIGTERM), 0);
+  EXPECT_NE(exporter->err().find("gpumem serve: refusing the spool directory " + spool_.string() +
+                                 ": others may write it (mode 0777); its records are not exported"),
+            std::string::npos)
+      << exporter->err();
 }
 
 TEST_F(Exporter, BadRequestsDoNotDisturbScrapes) {

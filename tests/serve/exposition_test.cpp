@@ -35,7 +35,7 @@ Snapshot two_devices() {
   lost.window_peak = 99;
   s.devices = {up, lost};
   s.processes = {{0, up.uuid, 4242, "python3", 3 * kMiB}};
-  PublishedTrace trace;
+  detail::PublishedTrace trace;
   trace.scope = "train step\nline 2";
   trace.pid = 4242;
   trace.uuid = up.uuid;
@@ -92,6 +92,54 @@ TEST(Exposition, TracesAreLabelledByScope) {
                    1'700'000'000.123);
 }
 
+// Issue 24, findings 3 and 7: pid 1 of two containers is two series (the pid_namespace label,
+// left out for the exporter's own namespace); two records of one series are one sample, the
+// newest.
+TEST(Exposition, OneSamplePerSeriesAndContainersApart) {
+  Snapshot s = two_devices();
+  s.pid_namespace = "pid:[4026531836]";
+  detail::PublishedTrace base = s.traces[0];
+  base.scope = "step";
+  base.pid = 1;
+  s.traces.clear();
+  const std::pair<const char*, std::int64_t> records[] = {
+      {"pid:[4026531836]", 1}, {"pid:[4026532001]", 2}, {"pid:[4026532002]", 3}};
+  for (const auto& [ns, peak] : records) {
+    detail::PublishedTrace t = base;
+    t.pid_namespace = ns;
+    t.bytes.peak = peak * static_cast<std::int64_t>(kMiB);
+    t.file = "b.trace";
+    s.traces.push_back(t);
+    t.unix_ms -= 1000;  // an older record of the same series, on another device
+    t.bytes.device = 1;
+    t.bytes.peak = 99;
+    t.file = "a.trace";
+    s.traces.push_back(t);
+  }
+  EXPECT_EQ(keep_newest_per_series(s.traces, s.pid_namespace), 3u);
+  ASSERT_EQ(s.traces.size(), 3u);
+  auto e = parse_exposition(render_exposition(s));
+  const auto peaks = e.find("gpumem_trace_peak_bytes", {{"scope", "step"}, {"pid", "1"}});
+  ASSERT_EQ(peaks.size(), 3u);
+  std::map<std::string, double> by_namespace;
+  for (const auto& sample : peaks) {
+    const auto label = sample.labels.find("pid_namespace");
+    by_namespace[label == sample.labels.end() ? "" : label->second] = sample.value;
+  }
+  const std::map<std::string, double> expected = {
+      {"", 1.0 * kMiB}, {"pid:[4026532001]", 2.0 * kMiB}, {"pid:[4026532002]", 3.0 * kMiB}};
+  EXPECT_EQ(by_namespace, expected);
+  EXPECT_EQ(e.find("gpumem_trace_published_timestamp_seconds", {{"scope", "step"}}).size(), 3u);
+  // A tie in time goes to the first file name, whatever the order the records came in.
+  std::vector<detail::PublishedTrace> tie = {base, base};
+  tie[0].file = "z.trace";
+  tie[0].bytes.peak = 7;
+  tie[1].file = "m.trace";
+  tie[1].bytes.peak = 8;
+  EXPECT_EQ(keep_newest_per_series(tie, ""), 1u);
+  EXPECT_EQ(tie.at(0).bytes.peak, 8);
+}
+
 TEST(Exposition, EmptySnapshotIsStillValid) {
   auto e = parse_exposition(render_exposition(Snapshot{}));
   EXPECT_TRUE(e.find("gpumem_device_up").empty());
@@ -145,7 +193,7 @@ TEST(Exposition, PromtoolAcceptsAnyBytesInNames) {
   for (int i = 0; i < 32; ++i) {
     s.processes.push_back({0, hostile(8), static_cast<unsigned>(100 + i), hostile(15), 1});
     s.processes.back().container.pod = hostile(10);
-    PublishedTrace trace = s.traces[0];
+    detail::PublishedTrace trace = s.traces[0];
     trace.scope = hostile(64);
     trace.uuid = hostile(20);
     trace.pid = static_cast<unsigned>(100 + i);

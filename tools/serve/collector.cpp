@@ -1,5 +1,7 @@
 #include "collector.hpp"
 
+#include <iostream>
+
 #include "gpumem/device.hpp"
 #include "gpumem/internal/clock.hpp"
 
@@ -7,6 +9,8 @@ namespace gpumem::serve {
 
 Collector::Collector(CollectorOptions options)
     : options_(std::move(options)), containers_(options_.proc, options_.containers) {
+  std::error_code unreadable;
+  pid_namespace_ = std::filesystem::read_symlink("/proc/self/ns/pid", unreadable).string();
   const int count = gpumem::device_count();
   std::vector<int> ordinals;
   for (int ordinal = 0; ordinal < count; ++ordinal) {
@@ -64,20 +68,39 @@ Snapshot Collector::collect() {
 }
 
 void Collector::collect_traces(Snapshot& snapshot) {
-  SpoolExpiry expiry;
+  detail::SpoolExpiry expiry;
   expiry.now_unix_ms = support::unix_time_ms();
   expiry.retention_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(options_.retention).count();
   expiry.proc = options_.proc;
   PublisherLiveness liveness(options_.proc);
-  expiry.running = [&liveness](const PublishedTrace& trace) { return liveness.running(trace); };
+  expiry.running = [&liveness](const detail::PublishedTrace& trace) {
+    return liveness.running(trace);
+  };
   for (const auto& spool : options_.spools) {
-    SpoolContents contents = read_spool(spool, options_.spool_limits, &expiry);
+    detail::SpoolContents contents = detail::read_spool(spool, options_.spool_limits, &expiry);
     snapshot.exporter.spool_malformed += contents.malformed;
     snapshot.exporter.spool_unreadable += contents.unreadable;
     snapshot.exporter.spool_dropped += contents.dropped;
-    for (PublishedTrace& trace : contents.traces) snapshot.traces.push_back(std::move(trace));
+    snapshot.exporter.spool_refused += contents.refused.empty() ? 0 : 1;
+    if (std::string& logged = refusals_[spool]; logged != contents.refused) {
+      // A directory trusted at the start may be replaced later (or appear, made by someone else).
+      if (!contents.refused.empty()) {
+        std::cerr << "gpumem serve: refusing the spool directory " << spool.string() << ": "
+                  << contents.refused << "; its records are not exported\n";
+      } else if (!logged.empty()) {
+        std::cerr << "gpumem serve: reading the spool directory " << spool.string() << " again\n";
+      }
+      logged = contents.refused;
+    }
+    for (detail::PublishedTrace& trace : contents.traces) {
+      snapshot.traces.push_back(std::move(trace));
+    }
   }
+  // Two files of one series (a spool given twice, a stale copy, a forgery) would make two samples
+  // of one series, which Prometheus rejects: the newest is shown.
+  snapshot.pid_namespace = pid_namespace_;
+  keep_newest_per_series(snapshot.traces, pid_namespace_);
 }
 
 }  // namespace gpumem::serve

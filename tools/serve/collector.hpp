@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,7 +21,7 @@ struct CollectorOptions {
   std::chrono::seconds retention{300};  // keep an exited process's results this long
   std::chrono::nanoseconds interval{std::chrono::milliseconds(10)};
   std::chrono::nanoseconds window{std::chrono::seconds(30)};
-  SpoolLimits spool_limits;
+  detail::SpoolLimits spool_limits;
   std::filesystem::path proc = "/proc";
   std::filesystem::path containers;  // the kubelet's /var/log/containers, empty for none
 };
@@ -45,6 +46,8 @@ class Collector {
   std::vector<Identity> devices_;
   std::unique_ptr<WindowPeak> peaks_;
   ContainerDirectory containers_;
+  std::string pid_namespace_;                              // the exporter's own, "pid:[inode]"
+  std::map<std::filesystem::path, std::string> refusals_;  // logged once per change
 };
 
 }  // namespace gpumem::serve

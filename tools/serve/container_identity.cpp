@@ -132,9 +132,9 @@ PublisherLiveness::PublisherLiveness(std::filesystem::path proc) : proc_(std::mo
   own_namespace_ = std::filesystem::read_symlink("/proc/self/ns/pid", error).string();
 }
 
-bool PublisherLiveness::running(const PublishedTrace& trace) {
+bool PublisherLiveness::running(const detail::PublishedTrace& trace) {
   if (trace.pid_namespace.empty() || trace.pid_namespace == own_namespace_) {
-    return process_running(proc_, trace.pid, trace.pid_start);
+    return detail::process_running(proc_, trace.pid, trace.pid_start);
   }
   if (!scanned_) {
     // Once per collection, and only when some record comes from another namespace.
@@ -154,7 +154,7 @@ bool PublisherLiveness::running(const PublishedTrace& trace) {
     }
   }
   const auto host = host_pids_.find({trace.pid_namespace, trace.pid});
-  return host != host_pids_.end() && process_running(proc_, host->second, trace.pid_start);
+  return host != host_pids_.end() && detail::process_running(proc_, host->second, trace.pid_start);
 }
 
 }  // namespace gpumem::serve

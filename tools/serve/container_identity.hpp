@@ -46,7 +46,7 @@ class ContainerDirectory {
 class PublisherLiveness {
  public:
   explicit PublisherLiveness(std::filesystem::path proc);
-  bool running(const PublishedTrace& trace);
+  bool running(const detail::PublishedTrace& trace);
 
  private:
   std::filesystem::path proc_;

@@ -1,5 +1,6 @@
 #include "exposition.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <initializer_list>
@@ -173,11 +174,12 @@ std::string render_exposition(const Snapshot& s, const ServingSample& serving) {
   };
   for (const auto& [family, field] : traces) {
     w.family(family);
-    for (const PublishedTrace& t : s.traces) {
+    for (const detail::PublishedTrace& t : s.traces) {
       std::string pid = std::to_string(t.pid);
       std::string device = std::to_string(t.bytes.device);
       w.sample({{"scope", t.scope},
                 {"pid", pid},
+                {"pid_namespace", trace_pid_namespace_label(t, s.pid_namespace)},
                 {"device", device},
                 {"uuid", t.uuid},
                 {"source", to_string(t.bytes.source)},
@@ -186,9 +188,13 @@ std::string render_exposition(const Snapshot& s, const ServingSample& serving) {
     }
   }
   w.family(metrics::trace_published_timestamp);
-  for (const PublishedTrace& t : s.traces) {
+  for (const detail::PublishedTrace& t : s.traces) {
     std::string pid = std::to_string(t.pid);
-    w.sample({{"scope", t.scope}, {"pid", pid}, {"host", host}}, seconds_from_ms(t.unix_ms));
+    w.sample({{"scope", t.scope},
+              {"pid", pid},
+              {"pid_namespace", trace_pid_namespace_label(t, s.pid_namespace)},
+              {"host", host}},
+             seconds_from_ms(t.unix_ms));
   }
 
   const CollectionSample& e = s.exporter;
@@ -206,12 +212,42 @@ std::string render_exposition(const Snapshot& s, const ServingSample& serving) {
       {metrics::spool_malformed, number(e.spool_malformed)},
       {metrics::spool_unreadable, number(e.spool_unreadable)},
       {metrics::spool_dropped, number(e.spool_dropped)},
+      {metrics::spool_refused, number(e.spool_refused)},
   };
   for (const auto& [family, value] : exporter) {
     w.family(family);
     w.sample({}, value);
   }
   return out;
+}
+
+std::string_view trace_pid_namespace_label(const detail::PublishedTrace& trace,
+                                           std::string_view own) {
+  return trace.pid_namespace == own ? std::string_view() : std::string_view(trace.pid_namespace);
+}
+
+std::size_t keep_newest_per_series(std::vector<detail::PublishedTrace>& traces,
+                                   std::string_view own_pid_namespace) {
+  const auto series = [own_pid_namespace](const detail::PublishedTrace& t) {
+    return std::tuple(std::string_view(t.scope), t.pid,
+                      trace_pid_namespace_label(t, own_pid_namespace));
+  };
+  std::sort(traces.begin(), traces.end(),
+            [&series](const detail::PublishedTrace& a, const detail::PublishedTrace& b) {
+              const auto x = series(a);
+              const auto y = series(b);
+              if (x != y) return x < y;
+              if (a.unix_ms != b.unix_ms) return a.unix_ms > b.unix_ms;  // the newest first
+              return a.file < b.file;
+            });
+  const auto end =
+      std::unique(traces.begin(), traces.end(),
+                  [&series](const detail::PublishedTrace& a, const detail::PublishedTrace& b) {
+                    return series(a) == series(b);
+                  });
+  const auto left_out = static_cast<std::size_t>(traces.end() - end);
+  traces.erase(end, traces.end());
+  return left_out;
 }
 
 }  // namespace gpumem::serve

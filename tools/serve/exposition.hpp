@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "gpumem/internal/spool.hpp"
 #include "gpumem/memory.hpp"
-#include "gpumem/publish.hpp"
 
 namespace gpumem::serve {
 
@@ -47,6 +47,7 @@ struct CollectionSample {
   std::uint64_t spool_malformed = 0;
   std::uint64_t spool_unreadable = 0;
   std::uint64_t spool_dropped = 0;
+  std::uint64_t spool_refused = 0;  // spool directories not read (spool_directory_refusal)
 };
 
 // The exporter's own figures known when a scrape is answered.
@@ -65,9 +66,22 @@ struct Snapshot {
   std::string host;
   std::vector<DeviceSample> devices;
   std::vector<ProcessSample> processes;
-  std::vector<PublishedTrace> traces;
+  std::vector<detail::PublishedTrace> traces;  // one per series: keep_newest_per_series
+  // The exporter's own pid namespace ("pid:[inode]"): traces published from another one (a
+  // container) carry theirs as a label, so that equal pids of two containers stay apart.
+  std::string pid_namespace;
   CollectionSample exporter;
 };
+
+// The pid_namespace label of a trace: its publisher's namespace where it is not `own`, else empty
+// (left out).
+std::string_view trace_pid_namespace_label(const detail::PublishedTrace& trace,
+                                           std::string_view own);
+// Keeps one trace per series (scope, pid and pid_namespace label, as the timestamp family has
+// them): the newest, the first file name on a tie, so every scrape shows the same one. Sorts the
+// traces by scope, pid and namespace; returns how many were left out.
+std::size_t keep_newest_per_series(std::vector<detail::PublishedTrace>& traces,
+                                   std::string_view own_pid_namespace);
 
 std::string render_exposition(const Snapshot& snapshot, const ServingSample& serving = {});
 

@@ -33,7 +33,8 @@ inline constexpr Family process_memory_used{"gpumem_process_memory_used_bytes", 
                                             "Device memory NVML charges to a process now "
                                             "(its context included)."};
 
-// Per published trace (labels scope, pid, device, uuid, source, host). What a trace measures
+// Per published trace (labels scope, pid, device, uuid, source, host, and pid_namespace when the
+// publisher's is not the exporter's). What a trace measures
 // follows its source: the process footprint (exact), the device used (sampled), what the
 // allocator reported (reported); docs/peaks.md.
 inline constexpr Family trace_delta_used{
@@ -86,5 +87,9 @@ inline constexpr Family spool_unreadable{
 inline constexpr Family spool_dropped{
     "gpumem_exporter_spool_dropped_files", "gauge",
     "Spool files not read at the last collection because of the per-collection file limit."};
+inline constexpr Family spool_refused{
+    "gpumem_exporter_spool_refused_directories", "gauge",
+    "Spool directories not read at the last collection because they cannot be trusted (owned by "
+    "another user, writable by others, a symlink; the reason is logged)."};
 
 }  // namespace gpumem::serve::metrics

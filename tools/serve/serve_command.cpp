@@ -18,6 +18,7 @@
 #include "collector.hpp"
 #include "duration.hpp"
 #include "gpumem/diagnostics.hpp"
+#include "gpumem/internal/spool.hpp"
 #include "gpumem/publish.hpp"
 #include "help_page.hpp"
 #include "http_server.hpp"
@@ -140,6 +141,14 @@ int run_serve(const ServeOptions& options) {
   for (const auto& spool : options.spools) collector_options.spools.emplace_back(spool);
   if (collector_options.spools.empty()) {
     collector_options.spools.push_back(default_spool_directory());
+  }
+  // The rule publishers apply: a spool that others could have made or can write holds records
+  // anyone may have forged. A missing one is read once it appears (and checked then).
+  for (const auto& spool : collector_options.spools) {
+    if (std::string why = detail::spool_directory_refusal(spool); !why.empty()) {
+      return usage_error("refusing the spool directory " + spool.string() + ": " + why +
+                         " (see docs/serving.md, \"Publishing traces from programs\")");
+    }
   }
 
   HttpLimits limits;
