@@ -216,7 +216,7 @@ bool write_reports(const RunOptions& options, const RunResult& result, const Run
   bool written = true;
   auto write = [&](const std::string& path, const std::string& content) {
     std::string error;
-    if (!path.empty() && !write_atomically(path, content, &error)) {
+    if (!path.empty() && !write_output(path, content, &error)) {
       fail(error);
       written = false;
     }
@@ -267,13 +267,15 @@ int run_command(RunOptions options) {
     }
     *path = *expanded;
   }
-  for (const std::string* path : {&options.json_path, &options.timeline_path, &options.plot_path,
-                                  &options.attribute_path, &options.html_path}) {
-    std::string error;
-    if (!path->empty() && !check_writable(*path, &error)) {
-      fail(error);
-      return 2;
-    }
+  // Every output is checked before anything of the command runs: a refusal leaves it unrun.
+  if (std::string error; !check_outputs({{"--json", options.json_path},
+                                         {"--timeline", options.timeline_path},
+                                         {"--plot", options.plot_path},
+                                         {"--attribute", options.attribute_path},
+                                         {"--html", options.html_path}},
+                                        &error)) {
+    fail(error);
+    return 2;
   }
   std::vector<DeviceInfo> measured;
   const std::vector<DeviceInfo> visible = gpumem::devices();
