@@ -353,6 +353,11 @@ int run_command(RunOptions options) {
     // Orphans the command left running are still its work: gpumem adopted them.
     result.descendants_wait_s = options.wait_descendants_s;
     result.descendants_running = child.wait_for_descendants(options.wait_descendants_s);
+  } else {
+    // Not waited for, but not unseen: the ones still running are named, and the summary says
+    // that the figures stop at the command's exit.
+    result.descendants_waited = false;
+    result.descendants_running = child.wait_for_descendants(0);
   }
   monitor.stop();
 
