@@ -408,7 +408,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
   run->footer("Usage: gpumem run [OPTIONS] -- COMMAND [ARGS...]");
   run->add_option("--json", options->json_path,
                   "Write the summary as JSON (gpumem.run/1); in this and the other file names "
-                  "{host}, {rank}, {local_rank} and {pid} are replaced");
+                  "{host}, {rank}, {local_rank} and {pid} are replaced. Every output is a "
+                  "regular file (new or replaced) or '-' (stdout), refused otherwise");
   run->add_option("--timeline", options->timeline_path, "Write every sample as CSV");
   run->add_option("--plot", options->plot_path, "Write an SVG chart of memory over time");
   run->add_option("--attribute", options->attribute_path,

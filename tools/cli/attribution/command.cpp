@@ -135,7 +135,8 @@ void add_attribution_command(CLI::App& app, int& exit_code) {
                       "Write a gzipped pprof profile (inuse_space, inuse_objects) for go tool "
                       "pprof or speedscope");
   command->add_option("--html", options->html_path,
-                      "Write a self-contained HTML report (timeline, icicles, block lists)");
+                      "Write a self-contained HTML report (timeline, icicles, block lists); "
+                      "each output is a regular file or '-' (stdout, instead of the tables)");
   add_width_options(*command, options->width);
   command->callback([options, &exit_code] { exit_code = attribution_command(*options); });
 }
