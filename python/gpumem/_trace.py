@@ -30,6 +30,14 @@ TraceBytes.__doc__ = (
 _warned_no_gpu = False
 
 
+def _utf8(note: Optional[str]) -> Optional[str]:
+    """``note`` as text the native report can take: a lone surrogate (``"\\udc80"``, as
+    ``os.fsdecode`` makes of a file name that is not UTF-8) becomes ``?`` rather than failing."""
+    if note is None:
+        return None
+    return note.encode("utf-8", "replace").decode("utf-8")
+
+
 def _warn_once_without_gpu(source: str) -> None:
     global _warned_no_gpu
     if source == "none" and not _warned_no_gpu:
@@ -222,11 +230,11 @@ class GPUMemTrace:
 
     def report(self, subctx: object = None) -> None:
         """Prints ``△Used Peaked MB: … (ctx: subctx)`` unless silent."""
-        self._trace.report(self._note(subctx))
+        self._trace.report(_utf8(self._note(subctx)))
 
     def report_n_reset(self, subctx: object = None) -> None:
         """``report(subctx)``, then ``reset()``."""
-        self._trace.report_n_reset(self._note(subctx))
+        self._trace.report_n_reset(_utf8(self._note(subctx)))
 
     @property
     def is_silent(self) -> bool:
@@ -249,8 +257,22 @@ class GPUMemTrace:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-        if self.on_exit_report:
+        if not self.on_exit_report:
+            return
+        if exc[0] is None:
             self.report("exit")
+            return
+        # The block's own exception is the one that propagates: a report that fails now (a ctx
+        # whose str() raises, a closed stdout) is a warning, never a replacement for it.
+        try:
+            self.report("exit")
+        except Exception as failure:  # noqa: BLE001 - any failure of the report alike
+            warnings.warn(
+                f"gpumem.GPUMemTrace: the exit report failed ({failure!r}) while "
+                f"{exc[0].__name__} propagated",
+                RuntimeWarning,
+                stacklevel=2,
+            )
 
     def __repr__(self) -> str:
         return self._trace.repr()

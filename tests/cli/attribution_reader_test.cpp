@@ -2,6 +2,7 @@
 // files, and indices out of range, are errors naming the file and the field, never crashes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "attribution/document.hpp"
@@ -196,6 +197,59 @@ TEST(AttributionReader, IndicesOutOfRangeAreErrors) {
     doc.json()["stacks"][0][0] = -1;
     EXPECT_NE(error_of(doc).find("stacks[0][0]: -1 is not an index"), std::string::npos);
   }
+}
+
+// The document's lists in another order: as gpumem writes them (frames, stacks, snapshots: each
+// index checked as it is read), and backwards (each checked once the list it points into is
+// read); the schema last, after the lists.
+std::string in_order(const DocumentBuilder& doc, bool backwards) {
+  std::vector<std::string> keys = {"schema", "command", "host",      "devices",
+                                   "frames", "stacks",  "snapshots", "timeline"};
+  if (backwards) std::reverse(keys.begin(), keys.end());
+  nlohmann::ordered_json ordered = nlohmann::ordered_json::object();
+  const nlohmann::json& json = const_cast<DocumentBuilder&>(doc).json();
+  for (const std::string& key : keys) {
+    if (json.contains(key)) ordered[key] = nlohmann::ordered_json::parse(json[key].dump());
+  }
+  return ordered.dump(1);
+}
+
+TEST(AttributionReader, ListsInAnyOrderReadTheSameAndFailTheSame) {
+  std::string error;
+  const auto sorted = attr::parse_document(known_document().text(), "snap.json", &error);
+  ASSERT_TRUE(sorted) << error;
+  for (bool backwards : {false, true}) {
+    const auto read =
+        attr::parse_document(in_order(known_document(), backwards), "snap.json", &error);
+    ASSERT_TRUE(read) << error;
+    EXPECT_EQ(attr::document_json(*read).dump(), attr::document_json(*sorted).dump());
+  }
+  std::vector<DocumentBuilder> bad(5, known_document());
+  bad[0].json()["snapshots"][0]["blocks"][1]["stack"] = 9;
+  bad[1].json()["snapshots"][1]["failure"]["stack"] = 3;
+  bad[2].json()["stacks"][1][1] = 4;
+  bad[3].json()["snapshots"][0]["blocks"][2]["bytes"] = "lots";
+  bad[4].json()["timeline"] = {{{"device", 0}, {"steps", {{1.0, 5}, {0.5, 6}}}}};
+  const std::string expected[] = {
+      "snap.json: snapshots[0].blocks[1].stack: 9 is out of range (3 stacks)",
+      "snap.json: snapshots[1].failure.stack: 3 is out of range (3 stacks)",
+      "snap.json: stacks[1][1]: 4 is not an index into frames (4 frames)",
+      "snap.json: snapshots[0].blocks[2].bytes: expected an integer from 0 to "
+      "9223372036854775807, found \"lots\"",
+      "snap.json: timeline[0].steps[1]: time 0.5 is before the step ahead of it"};
+  for (std::size_t at = 0; at < bad.size(); ++at) {
+    EXPECT_EQ(error_of(bad[at]), expected[at]);
+    EXPECT_EQ(error_of(in_order(bad[at], false)), expected[at]);
+    EXPECT_EQ(error_of(in_order(bad[at], true)), expected[at]);
+  }
+  // The schema decides first, wherever it is; a name twice is refused.
+  DocumentBuilder foreign = known_document();
+  foreign.json()["schema"] = "gpumem.run/1";
+  foreign.json()["snapshots"][0]["blocks"][1]["stack"] = 9;
+  EXPECT_NE(error_of(in_order(foreign, true)).find("is not an attribution document"),
+            std::string::npos);
+  EXPECT_EQ(error_of(R"({"schema": "gpumem.attribution/1", "frames": [], "frames": []})"),
+            "snap.json: the document: \"frames\" appears twice");
 }
 
 TEST(AttributionReader, ALevelBelowItsBlocksIsKeptWithAWarning) {

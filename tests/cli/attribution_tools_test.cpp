@@ -1,6 +1,11 @@
 // `gpumem attribution` end to end: the built command on written documents, its pprof file read
 // by `go tool pprof` (Debian's golang-go) and its HTML report loaded by headless Chromium
 // (Debian's chromium), which must show the document's figures.
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -9,9 +14,11 @@
 #include <iostream>
 #include <regex>
 
+#include "attribution/document.hpp"
 #include "cli/attribution_documents.hpp"
 #include "cli/browser.hpp"
 #include "cli/command_runner.hpp"
+#include "cli/special_files.hpp"
 
 namespace gpumem::testing {
 namespace {
@@ -79,6 +86,129 @@ TEST(AttributionCommand, BadInputIsAClearErrorAndWritesNothing) {
   result = run_command(attribution({none, "--pprof", folder + "/e.pb.gz"}));
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("holds no snapshot to draw"), std::string::npos);
+}
+
+TEST(AttributionCommand, OutputsAreRegularFilesOrStdoutNothingElse) {
+  const std::string folder = temporary_folder();
+  const std::string path = known_document().write(folder);
+  const SpecialFiles special(folder);
+  for (const char* option : {"--svg", "--pprof", "--html"}) {
+    for (const SpecialFile& file : special.files()) {
+      const CommandResult result = run_command(attribution({path, option, file.path}));
+      EXPECT_EQ(result.exit_code, 2) << option << " " << file.path << ": " << result.err;
+      EXPECT_EQ(result.err.rfind(std::string("gpumem attribution: ") + option + ": cannot write " +
+                                     file.path + ": it is a ",
+                                 0),
+                0u)
+          << result.err;
+      EXPECT_EQ(result.out, "");
+      std::string what;
+      ASSERT_TRUE(special.unchanged(&what)) << option << ": " << what;
+    }
+  }
+  // '-': the view on stdout, in the tables' place.
+  const CommandResult svg = run_command(
+      {"sh", "-c",
+       "cd '" + folder + "' && exec '" + gpumem_binary() + "' attribution '" + path + "' --svg -"});
+  ASSERT_EQ(svg.exit_code, 0) << svg.err;
+  EXPECT_EQ(svg.out.rfind("<?xml", 0), 0u) << svg.out.substr(0, 200);
+  EXPECT_NE(svg.out.find("<svg"), std::string::npos);
+  EXPECT_EQ(svg.out.find("BYTES"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(folder + "/-"));
+}
+
+// Runs `argv` (stdout and stderr to files) and reads its peak resident memory from wait4.
+struct Measured {
+  int exit_code = -1;
+  std::string err;
+  long max_rss_kib = 0;
+};
+
+Measured measure(const std::vector<std::string>& argv, const std::string& folder) {
+  const std::string err_path = folder + "/measured.err";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int out = ::open("/dev/null", O_WRONLY);
+    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    std::vector<char*> words;
+    for (const std::string& word : argv) words.push_back(const_cast<char*>(word.c_str()));
+    words.push_back(nullptr);
+    ::execv(words[0], words.data());
+    ::_exit(127);
+  }
+  Measured measured;
+  int status = 0;
+  rusage usage{};
+  if (::wait4(pid, &status, 0, &usage) == pid && WIFEXITED(status))
+    measured.exit_code = WEXITSTATUS(status);
+  measured.max_rss_kib = usage.ru_maxrss;
+  measured.err = read_file(err_path);
+  return measured;
+}
+
+// A document is read as it streams in: a file whose second byte is not JSON is refused there,
+// not after reading the rest of it (512 MiB here, sparse: it costs no disk).
+TEST(AttributionCommand, ABadByteIsRefusedWhereItIsWithoutReadingTheRest) {
+  const std::string folder = temporary_folder();
+  const std::string path = folder + "/sparse.json";
+  {
+    std::ofstream(path) << "{x";
+    ASSERT_EQ(::truncate(path.c_str(), 512ll << 20), 0);
+  }
+  const Measured result = measure(attribution({path}), folder);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_EQ(result.err, "gpumem attribution: " + path + ": not valid JSON at byte 2\n");
+  EXPECT_LT(result.max_rss_kib, 64 * 1024) << "KiB resident";
+}
+
+// 200,000 blocks on 1,000 stacks, written as gpumem writes a document; 0 when written.
+int write_large_document(const std::string& path) {
+  DocumentBuilder doc;
+  const std::size_t main_frame = doc.frame("main", "main.cpp", 1);
+  std::vector<std::size_t> stacks;
+  for (int i = 0; i < 1000; ++i)
+    stacks.push_back(
+        doc.stack({doc.frame("alloc_" + std::to_string(i), "a.cpp", i + 1), main_frame}));
+  const std::size_t peak = doc.snapshot("peak", 0);
+  std::int64_t level = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const std::int64_t bytes = 4096 * (1 + i % 7);
+    doc.block(peak, bytes, static_cast<long long>(stacks[static_cast<std::size_t>(i) % 1000]));
+    level += bytes;
+  }
+  doc.json()["snapshots"][peak]["level_bytes"] = level;
+  std::string error;
+  const auto read = cli::attribution::parse_document(doc.text(), path, &error);
+  if (!read) return 1;
+  std::ofstream(path) << cli::attribution::document_json(*read).dump(1);
+  return 0;
+}
+
+// A large document takes a small multiple of its size to read (the Document it keeps), not the
+// ~10 times a whole JSON tree of it would.
+TEST(AttributionCommand, ALargeDocumentTakesASmallMultipleOfItsSize) {
+  const std::string folder = temporary_folder();
+  const std::string big = folder + "/big.json";
+  // Written by a child: a measured command forked from this process would start with (and
+  // report in its peak) this process's memory, the document's JSON tree included.
+  const pid_t writer = ::fork();
+  if (writer == 0) ::_exit(write_large_document(big));
+  int status = 0;
+  ASSERT_EQ(::waitpid(writer, &status, 0), writer);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const std::string small = known_document().write(folder, "small.json");
+  const long size_kib = static_cast<long>(std::filesystem::file_size(big) / 1024);
+
+  const Measured baseline = measure(attribution({small}), folder);
+  ASSERT_EQ(baseline.exit_code, 0) << baseline.err;
+  const Measured large = measure(attribution({big}), folder);
+  ASSERT_EQ(large.exit_code, 0) << large.err;
+  const long used = large.max_rss_kib - baseline.max_rss_kib;
+  EXPECT_LT(used, 2 * size_kib) << "KiB over the baseline (" << baseline.max_rss_kib
+                                << " KiB) for a " << size_kib << " KiB document";
+  EXPECT_GT(size_kib, 10 * 1024);  // the document is large enough to tell
 }
 
 TEST(AttributionCommand, GoToolPprofReadsTheProfileAndNamesTheTopFunction) {

@@ -130,6 +130,56 @@ except ValueError as error:
     assert result["raised"] == "inside"
 
 
+def test_a_ctx_with_a_lone_surrogate_reports_and_lets_the_blocks_exception_through(sim):
+    # "\udc80" is what os.fsdecode makes of a file name byte that is not UTF-8: it cannot be
+    # encoded, and must neither fail the report nor replace the block's own exception.
+    result = sim.run(SETUP + r"""
+import warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    try:
+        with GPUMemTrace(ctx="run-\udc80"):
+            some_code(keep=5)
+            raise KeyError("mine")
+    except KeyError as error:
+        emit(raised=repr(error))
+    with GPUMemTrace(ctx="\ud800") as mtrace:
+        some_code(keep=4)
+    mtrace.report("sub-\udfff")
+emit(warnings=[str(w.message) for w in caught])
+""")
+    assert result["raised"] == "KeyError('mine')"
+    assert result.lines == [
+        line(5, 0, " (run-?: exit)"),
+        line(4, 0, " (?: exit)"),
+        line(4, 0, " (?: sub-?)"),
+    ]
+    assert result["warnings"] == []
+
+
+def test_a_failing_exit_report_never_hides_the_blocks_exception(sim):
+    result = sim.run(SETUP + r"""
+import warnings
+class Unprintable:
+    def __str__(self):
+        raise RuntimeError("no str")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    try:
+        with GPUMemTrace(ctx=Unprintable()):
+            raise KeyError("mine")
+    except KeyError as error:
+        emit(raised=repr(error))
+emit(warnings=[str(w.message) for w in caught])
+""")
+    assert result["raised"] == "KeyError('mine')"
+    assert result.lines == []
+    assert result["warnings"] == [
+        "gpumem.GPUMemTrace: the exit report failed (RuntimeError('no str')) while KeyError "
+        "propagated"
+    ]
+
+
 def test_on_exit_report_false(sim):
     result = sim.run(SETUP + """
 with GPUMemTrace(ctx='some_func', on_exit_report=False) as mtrace:

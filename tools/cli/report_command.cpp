@@ -10,6 +10,7 @@
 #include "output_file.hpp"
 #include "report_output.hpp"
 #include "run_file.hpp"
+#include "text_width.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -21,8 +22,9 @@ struct ReportOptions {
   bool skip_bad = false;
 };
 
+// Messages name files and quote what they hold (a schema's name): shown through printable().
 void say(const std::string& message) {
-  std::cerr << "gpumem report: " << message << "\n";
+  std::cerr << "gpumem report: " << printable(message) << "\n";
 }
 
 // The same file named twice (a glob and a name) counts once.
@@ -33,12 +35,10 @@ std::string identity(const std::string& path) {
 }
 
 int report_command(const ReportOptions& options) {
-  for (const std::string* path : {&options.json_path, &options.svg_path}) {
-    std::string error;
-    if (!path->empty() && *path != "-" && !check_writable(*path, &error)) {
-      say(error);
-      return 2;
-    }
+  if (std::string error;
+      !check_outputs({{"--json", options.json_path}, {"--svg", options.svg_path}}, &error)) {
+    say(error);
+    return 2;
   }
   std::vector<RunFile> runs;
   std::set<std::string> seen;
@@ -69,7 +69,7 @@ int report_command(const ReportOptions& options) {
   bool written = true;
   auto write = [&](const std::string& path, const std::string& content) {
     std::string error;
-    if (!write_atomically(path, content, &error)) {
+    if (!write_output(path, content, &error)) {
       say(error);
       written = false;
     }
@@ -80,12 +80,10 @@ int report_command(const ReportOptions& options) {
                                     nlohmann::ordered_json::error_handler_t::replace) +
            "\n";
   };
-  if (options.json_path == "-") {
-    std::cout << json();
-  } else {
+  // An output on stdout ('-') takes the tables' place.
+  if (options.json_path != kStdoutPath && options.svg_path != kStdoutPath)
     std::cout << report_text(report);
-    if (!options.json_path.empty()) write(options.json_path, json());
-  }
+  if (!options.json_path.empty()) write(options.json_path, json());
   if (!options.svg_path.empty()) write(options.svg_path, report_svg(report));
   std::cout.flush();
   return written ? 0 : 1;
@@ -101,8 +99,9 @@ void add_report_command(CLI::App& app, int& exit_code) {
   report->add_option("files", options->files, "Run files written by gpumem run --json")->required();
   report->add_option("--json", options->json_path,
                      "Write the combined report as JSON (gpumem.report/1); '-' prints it instead "
-                     "of the tables");
-  report->add_option("--svg", options->svg_path, "Write an SVG chart of the peak per rank");
+                     "of the tables (every output: a regular file, new or replaced, or '-')");
+  report->add_option("--svg", options->svg_path,
+                     "Write an SVG chart of the peak per rank ('-': stdout)");
   report->add_flag("--skip-bad", options->skip_bad,
                    "Report the readable files when some cannot be read (each is named)");
   report->callback([options, &exit_code] { exit_code = report_command(*options); });

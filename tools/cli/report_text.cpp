@@ -3,6 +3,7 @@
 #include "format.hpp"
 #include "report_output.hpp"
 #include "table.hpp"
+#include "text_width.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -15,9 +16,11 @@ std::string optional_number(const std::optional<int>& value) {
   return value ? std::to_string(*value) : "-";
 }
 
+// Every name below comes from a run file, anyone's input: shown through printable(), so an
+// escape sequence or a line break in a host name cannot drive the terminal or forge a line.
 std::string device_label(const JobDevice& device) {
   return "GPU " + std::to_string(device.device) + " (" +
-         (device.name.empty() ? std::string("?") : device.name) + ")";
+         (device.name.empty() ? std::string("?") : printable(device.name)) + ")";
 }
 
 std::string mode_note(const JobReport& report) {
@@ -43,7 +46,7 @@ std::string report_text(const JobReport& report) {
   if (report.maximum) {
     const JobDevice& device = report.devices[*report.maximum];
     out += "job maximum: " + format_bytes(device.peak_bytes) + " process footprint on " +
-           device.node + ", " + device_label(device);
+           printable(device.node) + ", " + device_label(device);
     if (device.top_rank) {
       const JobRank& rank = report.ranks[*device.top_rank];
       out += ", " + rank_label(rank.rank, rank.local_rank);
@@ -54,7 +57,7 @@ std::string report_text(const JobReport& report) {
   } else {
     out += "job maximum: no run used a measured GPU\n";
   }
-  for (const std::string& warning : report.warnings) out += "warning: " + warning + "\n";
+  for (const std::string& warning : report.warnings) out += "warning: " + printable(warning) + "\n";
   std::size_t failed = 0;
   for (const JobInput& input : report.inputs) failed += input.exit_code != 0 ? 1 : 0;
   if (failed > 0)
@@ -63,9 +66,10 @@ std::string report_text(const JobReport& report) {
   if (!report.ranks.empty()) {
     Table ranks({">RANK", ">LOCAL", "NODE", ">GPU", "NAME", ">PEAK", "MEASURED"});
     for (const JobRank& rank : report.ranks) {
-      ranks.add_row({optional_number(rank.rank), optional_number(rank.local_rank), rank.node,
-                     optional_number(rank.device), rank.device_name, format_bytes(rank.peak_bytes),
-                     rank.measured});
+      ranks.add_row({optional_number(rank.rank), optional_number(rank.local_rank),
+                     printable(rank.node), optional_number(rank.device),
+                     printable(rank.device_name), format_bytes(rank.peak_bytes),
+                     printable(rank.measured)});
     }
     out += "\n" + ranks.render();
   }
@@ -80,9 +84,9 @@ std::string report_text(const JobReport& report) {
         if (rank.rank) on += ", rank " + std::to_string(*rank.rank);
       }
     }
-    nodes.add_row({node.name, std::to_string(node.runs), std::to_string(node.ranks),
+    nodes.add_row({printable(node.name), std::to_string(node.runs), std::to_string(node.ranks),
                    std::to_string(node.devices_used), format_bytes(node.peak_bytes), on,
-                   node.mode});
+                   printable(node.mode)});
   }
   out += "\n" + nodes.render();
   Table devices({"DEVICE", "NODE", ">GPU", "NAME", ">PEAK", ">TOTAL", "TOP RANK"});
@@ -92,7 +96,8 @@ std::string report_text(const JobReport& report) {
       const JobRank& rank = report.ranks[*device.top_rank];
       top = rank.rank ? std::to_string(*rank.rank) : "local " + optional_number(rank.local_rank);
     }
-    devices.add_row({device.key, device.node, std::to_string(device.device), device.name,
+    devices.add_row({printable(device.key), printable(device.node), std::to_string(device.device),
+                     printable(device.name),
                      format_bytes(device.peak_bytes) + (device.runs_using > 1 ? " (sum)" : ""),
                      format_bytes(device.total_bytes), top});
   }

@@ -216,7 +216,7 @@ bool write_reports(const RunOptions& options, const RunResult& result, const Run
   bool written = true;
   auto write = [&](const std::string& path, const std::string& content) {
     std::string error;
-    if (!path.empty() && !write_atomically(path, content, &error)) {
+    if (!path.empty() && !write_output(path, content, &error)) {
       fail(error);
       written = false;
     }
@@ -267,13 +267,15 @@ int run_command(RunOptions options) {
     }
     *path = *expanded;
   }
-  for (const std::string* path : {&options.json_path, &options.timeline_path, &options.plot_path,
-                                  &options.attribute_path, &options.html_path}) {
-    std::string error;
-    if (!path->empty() && !check_writable(*path, &error)) {
-      fail(error);
-      return 2;
-    }
+  // Every output is checked before anything of the command runs: a refusal leaves it unrun.
+  if (std::string error; !check_outputs({{"--json", options.json_path},
+                                         {"--timeline", options.timeline_path},
+                                         {"--plot", options.plot_path},
+                                         {"--attribute", options.attribute_path},
+                                         {"--html", options.html_path}},
+                                        &error)) {
+    fail(error);
+    return 2;
   }
   std::vector<DeviceInfo> measured;
   const std::vector<DeviceInfo> visible = gpumem::devices();
@@ -351,6 +353,11 @@ int run_command(RunOptions options) {
     // Orphans the command left running are still its work: gpumem adopted them.
     result.descendants_wait_s = options.wait_descendants_s;
     result.descendants_running = child.wait_for_descendants(options.wait_descendants_s);
+  } else {
+    // Not waited for, but not unseen: the ones still running are named, and the summary says
+    // that the figures stop at the command's exit.
+    result.descendants_waited = false;
+    result.descendants_running = child.wait_for_descendants(0);
   }
   monitor.stop();
 
@@ -401,7 +408,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
   run->footer("Usage: gpumem run [OPTIONS] -- COMMAND [ARGS...]");
   run->add_option("--json", options->json_path,
                   "Write the summary as JSON (gpumem.run/1); in this and the other file names "
-                  "{host}, {rank}, {local_rank} and {pid} are replaced");
+                  "{host}, {rank}, {local_rank} and {pid} are replaced. Every output is a "
+                  "regular file (new or replaced) or '-' (stdout), refused otherwise");
   run->add_option("--timeline", options->timeline_path, "Write every sample as CSV");
   run->add_option("--plot", options->plot_path, "Write an SVG chart of memory over time");
   run->add_option("--attribute", options->attribute_path,

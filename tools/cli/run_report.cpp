@@ -5,6 +5,7 @@
 
 #include "format.hpp"
 #include "rank_report.hpp"
+#include "text_width.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -98,17 +99,20 @@ std::string summary_text(const RunResult& result) {
   } else if (result.measured == Measured::mixed) {
     out += "gpumem: mixed: " + plural(result.exact_processes, "process", "processes") +
            " measured exactly, " + plural(result.escaped_processes, "process", "processes") +
-           " sampled every " + format_seconds(result.interval_s) + " (" + result.fallback_reason +
-           ")\n";
+           " sampled every " + format_seconds(result.interval_s) + " (" +
+           printable(result.fallback_reason) + ")\n";
   } else {
     out += "gpumem: sampled every " + format_seconds(result.interval_s) +
            " (spikes shorter than that can be missed)";
-    out += result.fallback_reason.empty() ? "\n"
-                                          : ": exact unavailable: " + result.fallback_reason + "\n";
+    out += result.fallback_reason.empty()
+               ? "\n"
+               : ": exact unavailable: " + printable(result.fallback_reason) + "\n";
   }
   for (const DeviceTrack& device : result.devices) {
-    out += "gpumem: GPU " + std::to_string(device.info.ordinal) + " (" + device.info.name +
-           "): peak " + format_bytes(command_peak(result, device)) + " process footprint";
+    // Names (a process's, the device's) are shown through printable(): no terminal control.
+    out += "gpumem: GPU " + std::to_string(device.info.ordinal) + " (" +
+           printable(device.info.name) + "): peak " + format_bytes(command_peak(result, device)) +
+           " process footprint";
     if (exact) {
       out += " (CUDA events " + format_bytes(device.exact_peak) + ", with contexts " +
              format_bytes(device.footprint_peak) + ", NVML's per-process figures " +
@@ -137,13 +141,21 @@ std::string summary_text(const RunResult& result) {
   if (result.devices.empty()) out += "gpumem: no GPU was measured\n";
   out += rank_summary(result);
   if (!result.descendants_running.empty()) {
+    const int count = static_cast<int>(result.descendants_running.size());
     out +=
-        "gpumem: " +
-        plural(static_cast<int>(result.descendants_running.size()), "descendant", "descendants") +
-        " of the command still running after " + format_seconds(result.descendants_wait_s) +
-        ", not measured further (pid";
+        "gpumem: " + plural(count, "descendant", "descendants") + " of the command still running ";
+    out += result.descendants_waited
+               ? "after " + format_seconds(result.descendants_wait_s) + ", not measured further"
+               : "when it exited, not waited for (--no-wait-descendants)";
+    out += " (pid";
     for (int pid : result.descendants_running) out += " " + std::to_string(pid);
-    out += ")\n";
+    out += ")";
+    if (!result.descendants_waited) {
+      out += ": the figures above stop at the command's exit; what " +
+             std::string(count == 1 ? "it" : "they") +
+             " allocated after that is not counted, so the peak may be higher";
+    }
+    out += "\n";
   }
   return out;
 }
@@ -203,6 +215,7 @@ nlohmann::ordered_json summary_json(const RunResult& result) {
       {"exact_processes", result.exact_processes},
       {"escaped_processes", result.escaped_processes},
       {"descendants_running", result.descendants_running},
+      {"descendants_waited", result.descendants_waited},
       {"interval_s", result.interval_s},
       {"samples", result.samples},
       {"devices", devices},

@@ -27,11 +27,13 @@ struct RunResult {
   ChildExit exit;
   Mode requested = Mode::automatic;
   Measured measured = Measured::sampled;
-  std::string fallback_reason;           // why not every process was exact, when exact was tried
-  int exact_processes = 0;               // processes that counted their events
-  int escaped_processes = 0;             // GPU processes (or attached ones) not counted exactly
-  double descendants_wait_s = 0;         // the bound; 0 when not waited for
-  std::vector<int> descendants_running;  // adopted descendants still running at the bound
+  std::string fallback_reason;     // why not every process was exact, when exact was tried
+  int exact_processes = 0;         // processes that counted their events
+  int escaped_processes = 0;       // GPU processes (or attached ones) not counted exactly
+  double descendants_wait_s = 0;   // the bound; 0 when not waited for
+  bool descendants_waited = true;  // false: --no-wait-descendants
+  // Adopted descendants still running at the bound, or, not waited for, when the command exited.
+  std::vector<int> descendants_running;
   double interval_s = 0;
   double elapsed_s = 0;
   std::size_t samples = 0;

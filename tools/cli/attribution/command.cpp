@@ -32,12 +32,12 @@ std::optional<std::size_t> find(const attribution::Document& document, const cha
 }
 
 int attribution_command(const AttributionOptions& options) {
-  for (const std::string* path : {&options.svg_path, &options.pprof_path, &options.html_path}) {
-    std::string error;
-    if (!path->empty() && !check_writable(*path, &error)) {
-      say(error);
-      return 2;
-    }
+  if (std::string error; !check_outputs({{"--svg", options.svg_path},
+                                         {"--pprof", options.pprof_path},
+                                         {"--html", options.html_path}},
+                                        &error)) {
+    say(error);
+    return 2;
   }
   std::string error;
   const std::optional<attribution::Document> document =
@@ -67,8 +67,11 @@ int attribution_command(const AttributionOptions& options) {
     if (oom) shown.push_back(*oom);
   }
   const TableOptions table = stdout_table_options(options.width);
-  if (shown.empty()) std::cout << options.file << " holds no snapshot.\n";
-  for (std::size_t at = 0; at < shown.size(); ++at) {
+  // An output on stdout ('-') takes the tables' place.
+  const bool tables = options.svg_path != kStdoutPath && options.pprof_path != kStdoutPath &&
+                      options.html_path != kStdoutPath;
+  if (tables && shown.empty()) std::cout << options.file << " holds no snapshot.\n";
+  for (std::size_t at = 0; tables && at < shown.size(); ++at) {
     if (at > 0) std::cout << "\n";
     std::cout << attribution::top_table(*document, document->snapshots[shown[at]], options.top,
                                         {table.width, table.style});
@@ -77,7 +80,7 @@ int attribution_command(const AttributionOptions& options) {
 
   bool written = true;
   auto write = [&](const std::string& path, const std::string& content) {
-    if (!write_atomically(path, content, &error)) {
+    if (!write_output(path, content, &error)) {
       say(error);
       written = false;
     }
@@ -132,7 +135,8 @@ void add_attribution_command(CLI::App& app, int& exit_code) {
                       "Write a gzipped pprof profile (inuse_space, inuse_objects) for go tool "
                       "pprof or speedscope");
   command->add_option("--html", options->html_path,
-                      "Write a self-contained HTML report (timeline, icicles, block lists)");
+                      "Write a self-contained HTML report (timeline, icicles, block lists); "
+                      "each output is a regular file or '-' (stdout, instead of the tables)");
   add_width_options(*command, options->width);
   command->callback([options, &exit_code] { exit_code = attribution_command(*options); });
 }
