@@ -2,8 +2,9 @@
 # The multi-process `gpumem run` scenarios under CPU load, again and again: every one asserts the
 # simulated device's peak to the byte, so a reading that the monitor reconciles at the wrong
 # moment (a block counted twice, or not at all) fails it (docs/peaks.md, "Why the reconciliation
-# cannot double count"). A busy loop per core keeps every process of the test waiting for a CPU,
-# as on a loaded CI machine; each test runs in a process of its own, as ctest runs it.
+# cannot double count"). One busy loop more than there are cores keeps every process of the test
+# waiting for a CPU, as on a loaded CI machine; each test runs in a process of its own, as ctest
+# runs it.
 #
 #   stress_run.sh TEST_BINARY BUDGET_SECONDS GTEST_FILTER
 #
@@ -31,9 +32,10 @@ stop_busy() {
 }
 trap stop_busy EXIT
 trap 'exit 130' INT TERM
-cores=$(nproc)
-for ((i = 0; i < cores; ++i)); do
-  (while :; do :; done) &
+loops=$(($(nproc) + 1))
+for ((i = 0; i < loops; ++i)); do
+  # Spins while the script lives: killed with it, or orphaned by a SIGKILL, it stops.
+  (while kill -0 $$ 2>/dev/null; do for ((spin = 0; spin < 100000; ++spin)); do :; done; done) &
   busy+=($!)
 done
 
@@ -46,7 +48,7 @@ while :; do
   for test in "${tests[@]}"; do
     if ((round > 0 && SECONDS - start >= budget)); then break 2; fi
     if ! "$binary" --gtest_filter="$test" >"$output" 2>&1; then
-      echo "stress_run: $test failed (run $((${runs[$test]:-0} + 1)), round $((round + 1)), $cores busy loops):"
+      echo "stress_run: $test failed (run $((${runs[$test]:-0} + 1)), round $((round + 1)), $loops busy loops):"
       cat "$output"
       exit 1
     fi
@@ -59,4 +61,4 @@ for test in "${tests[@]}"; do
   echo "stress_run: ${runs[$test]:-0} passes: $test"
   total=$((total + ${runs[$test]:-0}))
 done
-echo "stress_run: $total runs of ${#tests[@]} tests in $((SECONDS - start)) s under $cores busy loops, all passed"
+echo "stress_run: $total runs of ${#tests[@]} tests in $((SECONDS - start)) s under $loops busy loops, all passed"
