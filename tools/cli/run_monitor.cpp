@@ -288,7 +288,8 @@ std::unordered_map<ProcessKey, RunMonitor::SlotReading, ProcessKeyHash> RunMonit
     // `calls` first (acquire: every call that left shows its events in `held`), then `held`.
     const std::uint64_t calls = slot.calls.load(std::memory_order_acquire);
     const std::int64_t bytes = device >= 0 ? slot.held[device].load(std::memory_order_acquire) : 0;
-    slots[{pid, pid_namespace}] = {index, calls, bytes};
+    slots[{pid, pid_namespace}] = {index, calls, bytes,
+                                   slot.claimed_ns.load(std::memory_order_relaxed)};
   }
   return slots;
 }
@@ -337,9 +338,14 @@ void RunMonitor::sample(bool final) {
     std::int64_t tree_sum = 0;
     std::int64_t escaped_sum = 0;  // of the processes not counted exactly
     std::int64_t context_sum = 0;  // of those counted exactly, beyond their events
-    // The contexts that were there at the previous sample too (each process's lower estimate):
-    // what the events' peak since then stood on, at least.
-    std::int64_t lasting_context_sum = 0;
+    // Each exactly counted process's context now, and what its process was when the events' peak
+    // since the previous sample may have been made (below).
+    struct Context {
+      std::int64_t now = 0;
+      std::optional<std::int64_t> before;  // summed at the previous sample too
+      std::int64_t claimed_ns = 0;         // when its process claimed its slot
+    };
+    std::vector<Context> peak_contexts;
     std::unordered_map<ProcessKey, std::int64_t, ProcessKeyHash> summed;
     std::int64_t unmapped_sum = 0;  // of the pids that may be the command's, unmatched
     // What the events held while NVML was read, and whether a call overlapped the reading: the
@@ -381,9 +387,11 @@ void RunMonitor::sample(bool final) {
             reading != held.end() && known != contexts.end()) {
           context_sum += known->second;
           summed[member->key] += known->second;
+          Context context{known->second, std::nullopt, slots.at(member->key).claimed_ns};
           const auto& previous = summed_contexts_[index];
           if (const auto before = previous.find(member->key); before != previous.end())
-            lasting_context_sum += std::min(before->second, known->second);
+            context.before = before->second;
+          peak_contexts.push_back(context);
         }
       }
       if (keep_timeline_)
@@ -433,11 +441,23 @@ void RunMonitor::sample(bool final) {
       if (keep_timeline_ && ring_reader_.lost > 0)
         timeline_.push_back({time_s, ordinal, Series::exact, 0, current});
       track.context_bytes = std::max(track.context_bytes, context_sum);
-      // The events' peak since the last sample, on top of the contexts that were there before
-      // it and are still there now: a context created since (a process that started after the
-      // peak) was not part of it.
-      if (rose && peak + lasting_context_sum > track.footprint_peak) {
-        track.footprint_peak = peak + lasting_context_sum;
+      // The events' peak since the last sample, on top of the contexts that were there when it
+      // was made: a process seen at the previous sample, with the lower of its two estimates; one
+      // seen first now, only if it had started by then (a process that started after the peak was
+      // not part of it).
+      std::int64_t peak_context_sum = 0;
+      if (rose) {
+        const std::int64_t peak_ns = exact->peak_time_ns.load(std::memory_order_relaxed);
+        for (const Context& context : peak_contexts) {
+          if (context.before) {
+            peak_context_sum += std::min(*context.before, context.now);
+          } else if (context.claimed_ns <= peak_ns) {
+            peak_context_sum += context.now;
+          }
+        }
+      }
+      if (rose && peak + peak_context_sum > track.footprint_peak) {
+        track.footprint_peak = peak + peak_context_sum;
         track.footprint_peak_time_s = track.exact_peak_time_s;
       }
       if (current + context_sum > track.footprint_peak) {

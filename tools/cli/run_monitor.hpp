@@ -136,11 +136,13 @@ class RunMonitor {
   // named it), -1 while none is.
   int device_slot(std::size_t track);
   void name_devices();
-  // An injected process's slot as read before NVML's list: its index, `calls` and `held`.
+  // An injected process's slot as read before NVML's list: its index, `calls`, `held` and when
+  // its process claimed it.
   struct SlotReading {
     std::size_t index = 0;
     std::uint64_t calls = 0;
     std::int64_t held = 0;
+    std::int64_t claimed_ns = 0;
   };
   std::unordered_map<ProcessKey, SlotReading, ProcessKeyHash> read_slots(int slot) const;
   std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> confirm_slots(

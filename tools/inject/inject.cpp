@@ -95,6 +95,7 @@ ProcessSlot* claim_slot() {
       // have been in flight.
       slot.calls.fetch_add(gpumem::run::kCallEntered, std::memory_order_seq_cst);
       gpumem::run::give_back(*g_counters, slot);
+      slot.claimed_ns.store(gpumem::run::monotonic_ns(), std::memory_order_relaxed);
       gpumem::run::reset_calls(slot);
       return &slot;
     }
@@ -105,6 +106,7 @@ ProcessSlot* claim_slot() {
       gpumem::run::note_process_slot(*g_counters, static_cast<int>(&slot - g_counters->processes));
       // An event racing its previous owner's exit may have left bytes here: they are not ours.
       gpumem::run::give_back(*g_counters, slot);
+      slot.claimed_ns.store(gpumem::run::monotonic_ns(), std::memory_order_relaxed);
       gpumem::run::reset_calls(slot);
       slot.pid_namespace.store(pid_namespace, std::memory_order_release);
       return &slot;

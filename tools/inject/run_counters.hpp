@@ -67,6 +67,7 @@ struct ProcessSlot {
   std::atomic<std::int32_t> pid;             // 0: free slot; -1: being given back
   std::atomic<std::uint64_t> pid_namespace;  // 0 while being claimed
   std::atomic<std::uint64_t> calls;          // in flight (low 16 bits) and generation (above)
+  std::atomic<std::int64_t> claimed_ns;      // CLOCK_MONOTONIC when its process claimed it
   std::atomic<std::int64_t> held[kMaxDevices];
 };
 
