@@ -46,6 +46,10 @@ Faults parse_faults(const char* text) {
       faults.nvml_memory_v2_only = true;
     } else if (key == "cupti_busy" && value.empty()) {
       faults.cupti_busy = true;
+    } else if (key == "memory_return_delay" && number && *number >= 0) {
+      faults.memory_return_delay_us = *number;
+    } else if (key == "nvml_process_delay" && number && *number >= 0) {
+      faults.nvml_process_delay_us = *number;
     } else if (key == "lost" && number && *number >= 0) {
       faults.lost.push_back(static_cast<unsigned>(*number));
     } else {

@@ -13,10 +13,18 @@ struct Faults {
   bool nvml_memory_v2_only = false;
   bool cupti_busy = false;
   std::vector<unsigned> lost;  // NVML indices lost from the start
+  // Microseconds a plain allocation or free waits after the memory is charged or released (NVML
+  // shows it) before the call returns, and its EXIT callback fires: the window in which the
+  // driver's figures and a tool's event count differ, widened.
+  long memory_return_delay_us = 0;
+  // Microseconds the compute process list (nvmlDeviceGetComputeRunningProcesses*) takes, as on
+  // a busy multi-GPU node; it answers the list as it was halfway through.
+  long nvml_process_delay_us = 0;
 };
 
-// Parses "nvml_init=18,cupti_busy,lost=1"; unknown or malformed entries are reported on stderr
-// and ignored, so a typo never crashes the program under test.
+// Parses "nvml_init=18,cupti_busy,lost=1,memory_return_delay=20000,nvml_process_delay=5000";
+// unknown or malformed entries are reported on stderr and ignored, so a typo never crashes the
+// program under test.
 Faults parse_faults(const char* text);
 
 // This process's faults (GPUMEM_SIM_FAULTS, parsed on first use).

@@ -1,8 +1,11 @@
 // The simulated CUDA driver's memory calls. Each fires its driver-domain CUPTI callbacks (ENTER
 // and EXIT, with the real *_params layout) around the work.
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "core/export.hpp"
+#include "core/faults.hpp"
 #include "process.hpp"
 #include "trace_hook.hpp"
 
@@ -13,6 +16,15 @@ using cuda::traced;
 
 namespace {
 
+// The memory exists (NVML shows it) before the call returns: the `memory_return_delay` fault
+// widens that window (docs/simulator.md).
+CUresult after_charge(CUresult rc) {
+  const long delay_us = gpumem::sim::faults().memory_return_delay_us;
+  if (rc == CUDA_SUCCESS && delay_us > 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+  return rc;
+}
+
 CUresult allocate_current(CUdeviceptr* pointer, std::size_t bytes, AllocationKind kind) {
   if (pointer == nullptr || bytes == 0)
     return cuda::initialized() ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_INITIALIZED;
@@ -21,7 +33,7 @@ CUresult allocate_current(CUdeviceptr* pointer, std::size_t bytes, AllocationKin
   std::uint64_t address = 0;
   if (const CUresult rc = cuda::allocate(nvml, bytes, kind, &address)) return rc;
   *pointer = address;
-  return CUDA_SUCCESS;
+  return after_charge(CUDA_SUCCESS);
 }
 
 // cuMemFree takes memory of cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged and the stream-ordered
@@ -29,7 +41,7 @@ CUresult allocate_current(CUdeviceptr* pointer, std::size_t bytes, AllocationKin
 CUresult free_pointer(CUdeviceptr pointer) {
   if (!cuda::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (pointer == 0) return CUDA_SUCCESS;
-  return cuda::release(pointer);
+  return after_charge(cuda::release(pointer));
 }
 
 }  // namespace

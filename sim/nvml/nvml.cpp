@@ -1,10 +1,12 @@
 // The simulated NVML: device identity and memory from the shared state, with the return-code
 // protocol of the real library (UNINITIALIZED before nvmlInit, INSUFFICIENT_SIZE sizing, …).
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "core/export.hpp"
 #include "core/faults.hpp"
@@ -143,7 +145,12 @@ nvmlReturn_t running_processes(nvmlDevice_t device, unsigned* count, void* infos
   unsigned index;
   if (const nvmlReturn_t rc = resolve_present(device, &state, &index)) return rc;
   if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  // A slow list (a busy multi-GPU node), read halfway through the call: the `nvml_process_delay`
+  // fault (docs/simulator.md).
+  const long delay_us = graphics ? 0 : faults().nvml_process_delay_us;
+  if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us / 2));
   const auto processes = graphics ? decltype(state->processes(index)){} : state->processes(index);
+  if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us - delay_us / 2));
   if (*count < processes.size()) {
     *count = static_cast<unsigned>(processes.size());
     return NVML_ERROR_INSUFFICIENT_SIZE;

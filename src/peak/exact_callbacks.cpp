@@ -375,11 +375,12 @@ AddressMap& traced_addresses() noexcept {
   return *map;
 }
 
-// Leaves the in-flight state at the end of an EXIT callback, whatever it did.
+// Leaves the in-flight state at the end of an EXIT callback, whatever it did, and tells the call
+// observer (after the call's events).
 struct InFlightExit {
   bool exiting;
   ~InFlightExit() {
-    if (exiting) in_flight::leave();
+    if (exiting && in_flight::leave()) detail::notify_call_observer(false);
   }
 };
 
@@ -402,7 +403,10 @@ void on_driver_call(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_Callb
       case CUPTI_CB_DOMAIN_DRIVER_API:
       case CUPTI_CB_DOMAIN_RUNTIME_API: {
         const auto& call = *static_cast<const CUpti_CallbackData*>(data);
-        if (call.callbackSite == CUPTI_API_ENTER) in_flight::enter();
+        if (call.callbackSite == CUPTI_API_ENTER) {
+          in_flight::enter();
+          detail::notify_call_observer(true);  // before the driver charges anything
+        }
         const InFlightExit leaving{call.callbackSite == CUPTI_API_EXIT};
         return domain == CUPTI_CB_DOMAIN_DRIVER_API ? dispatch(cbid, call) : on_runtime(cbid, call);
       }

@@ -236,20 +236,22 @@ bool reconcile(int device) noexcept {
     const std::lock_guard lock(s.mutex);
     listed_before = s.devices[device].reconciled;
   }
-  // NVML's figure matches the level only if no traced call was in flight and no event moved the
-  // level while NVML was read: the driver charges a block before the call's EXIT counts it, so
+  // NVML's figure matches the level only if no traced call of another thread was in flight at
+  // any moment of the reading: the driver charges a block before the call's EXIT counts it, so
   // a block in between would be counted twice (or a freed one not at all), and the difference
-  // would stay in "other". A few tries; under a storm of calls, at the next reading.
+  // would stay in "other". No call in flight before and after, and no call left in between (the
+  // generations), and the level unmoved (events of this thread's own call, a resource
+  // callback's). A few tries; under a storm of calls, at the next reading.
   constexpr int kTries = 3;
   for (int attempt = 0; attempt < kTries; ++attempt) {
-    const bool quiet_before = in_flight::quiet();
+    const std::optional<std::uint64_t> quiet_before = in_flight::quiet_generation();
     const std::int64_t before = target->level();
     const std::optional<std::uint64_t> usage = own_usage(device, listed_before);
-    const bool quiet_after = in_flight::quiet();
+    const std::optional<std::uint64_t> quiet_after = in_flight::quiet_generation();
     const std::lock_guard lock(s.mutex);
     DeviceState& device_state = s.devices[device];
     const std::int64_t level = target->level();
-    if (usage && (level != before || !quiet_before || !quiet_after)) continue;
+    if (usage && (level != before || !quiet_before || quiet_after != quiet_before)) continue;
     device_state.reconciled = usage.has_value();
     if (!usage) return false;
     const std::int64_t events = level - device_state.other;

@@ -8,9 +8,13 @@ namespace gpumem::peak::in_flight {
 namespace {
 
 constexpr int kSlots = 512;
+// A slot's word: calls in flight in the low 16 bits, calls left (the generation) above. Leaving
+// adds kLeft: one call fewer in flight, the generation one higher.
+constexpr std::uint64_t kDepthMask = 0xffff;
+constexpr std::uint64_t kLeft = (std::uint64_t{1} << 16) - 1;
 
 struct alignas(64) Slot {
-  std::atomic<std::int32_t> calls{0};
+  std::atomic<std::uint64_t> word{0};
 };
 
 struct Table {
@@ -43,44 +47,56 @@ Slot& own_slot() noexcept {
 void enter() noexcept {
   Slot& slot = own_slot();
   if (&slot == &table().overflow) {
-    slot.calls.fetch_add(1, std::memory_order_seq_cst);
+    slot.word.fetch_add(1, std::memory_order_seq_cst);
     return;
   }
-  slot.calls.store(slot.calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  slot.word.store(slot.word.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   // The driver's charge (a later store of this thread) must not become visible before this: a
   // release fence orders it before every later store (free on x86, one barrier on aarch64).
   std::atomic_thread_fence(std::memory_order_release);
 }
 
-void leave() noexcept {
+bool leave() noexcept {
   Slot& slot = own_slot();
   if (&slot == &table().overflow) {
-    std::int32_t calls = slot.calls.load(std::memory_order_relaxed);
-    while (calls > 0 && !slot.calls.compare_exchange_weak(calls, calls - 1)) {
+    std::uint64_t word = slot.word.load(std::memory_order_relaxed);
+    while ((word & kDepthMask) != 0 && !slot.word.compare_exchange_weak(word, word + kLeft)) {
     }
-    return;
+    return (word & kDepthMask) != 0;
   }
-  const std::int32_t calls = slot.calls.load(std::memory_order_relaxed);
-  if (calls > 0) slot.calls.store(calls - 1, std::memory_order_release);
+  const std::uint64_t word = slot.word.load(std::memory_order_relaxed);
+  if ((word & kDepthMask) == 0) return false;
+  slot.word.store(word + kLeft, std::memory_order_release);
+  return true;
 }
 
-bool quiet() noexcept {
+std::optional<std::uint64_t> quiet_generation() noexcept {
   // Pairs with enter()'s fence: a charge this thread saw in NVML shows its call's slot too.
   std::atomic_thread_fence(std::memory_order_acquire);
   Table& t = table();
   const int used = std::min(t.used.load(std::memory_order_relaxed), kSlots);
+  std::uint64_t generation = 0;
   for (int i = 0; i < used; ++i) {
-    if (&t.slots[i] != t_slot && t.slots[i].calls.load(std::memory_order_relaxed) != 0) {
-      return false;
-    }
+    if (&t.slots[i] == t_slot) continue;
+    const std::uint64_t word = t.slots[i].word.load(std::memory_order_relaxed);
+    if ((word & kDepthMask) != 0) return std::nullopt;
+    generation += word >> 16;
   }
-  return t.overflow.calls.load(std::memory_order_relaxed) == 0;
+  const std::uint64_t word = t.overflow.word.load(std::memory_order_relaxed);
+  if ((word & kDepthMask) != 0) return std::nullopt;
+  return generation + (word >> 16);
 }
 
 void reset() noexcept {
+  // Only the calls in flight are forgotten: the generations stay, so a reading that spans the
+  // reset is still refused if a call left meanwhile.
   Table& t = table();
-  for (Slot& slot : t.slots) slot.calls.store(0, std::memory_order_relaxed);
-  t.overflow.calls.store(0, std::memory_order_relaxed);
+  for (Slot& slot : t.slots)
+    slot.word.store(slot.word.load(std::memory_order_relaxed) & ~kDepthMask,
+                    std::memory_order_relaxed);
+  std::uint64_t word = t.overflow.word.load(std::memory_order_relaxed);
+  while (!t.overflow.word.compare_exchange_weak(word, word & ~kDepthMask)) {
+  }
 }
 
 }  // namespace gpumem::peak::in_flight

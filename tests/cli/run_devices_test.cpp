@@ -58,6 +58,30 @@ TEST(RunDevices, ProcessesWithDifferentMasksOnOneGpuAreExactAndSummed) {
   }
 }
 
+// The driver charges an allocation (NVML shows it) before its call returns and the EXIT callback
+// counts it, and releases a freed block before its EXIT. The simulator widens that window to
+// 40 ms and makes NVML's process list take 8 ms (samples back to back), and each context costs
+// 20 MiB: a reading inside the window must pass neither for more context (the block counted
+// twice, a peak above what the device held) nor for less.
+TEST(RunDevices, ABlockTheDriverShowsBeforeItsCallReturnsIsCountedOnce) {
+  SimGpu gpu(R"({"devices": [{"name": "NVIDIA A100-SXM4-40GB", "total_mib": 40960,
+                              "reserved_mib": 256, "context_mib": 20}]})",
+             "memory_return_delay=40000,nvml_process_delay=8000");
+  const std::string line =
+      workload("", "alloc a 100MiB; sleep 400ms; free a; sleep 100ms") + " & " +
+      workload("", "alloc b 200MiB; sleep 400ms; free b; sleep 100ms") + " & " +
+      workload("", "alloc c 50MiB; sleep 400ms; free c; sleep 100ms") + " & wait";
+  CommandResult result;
+  const nlohmann::json summary = run_json(line, result);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(summary["mode"], "exact") << summary.dump(2);
+  EXPECT_EQ(summary["exact_processes"], 3);
+  const auto& a100 = device(summary, 0);
+  EXPECT_EQ(a100["exact_peak_bytes"], 350 * MiB);
+  EXPECT_EQ(a100["context_bytes"], 60 * MiB) << a100.dump(2);
+  EXPECT_EQ(a100["peak_bytes"], 410 * MiB) << a100.dump(2);  // all three, with their contexts
+}
+
 TEST(RunDevices, BusOrderAndUuidMasksLandOnThePhysicalDevice) {
   // FASTEST_FIRST is NVML's order (the A100 first); by bus id the H200 (19) comes first.
   SimGpu gpu(R"({"cuda_order": [0, 1], "devices": [

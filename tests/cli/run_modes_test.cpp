@@ -180,6 +180,19 @@ TEST(RunModes, TheMonitorAddsTheContextsToTheExactSpikes) {
   EXPECT_EQ(device["peak_bytes"], 650 * MiB);  // the spike, on top of the context
 }
 
+// A process that allocates and frees at once, before any sample saw it: its spike stood on its
+// context, which the monitor learns only afterwards.
+TEST(RunModes, ASpikeBeforeTheFirstSampleStandsOnItsContext) {
+  SimGpu gpu(R"({"devices": [{"name": "NVIDIA H200", "total_mib": 143771, "context_mib": 500}]})");
+  const Shell run = run_shell(workload("alloc a 100MiB; free a; sleep 150ms"));
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const auto& device = run.summary["devices"][0];
+  EXPECT_EQ(run.summary["mode"], "exact") << run.summary.dump(2);
+  EXPECT_EQ(device["exact_peak_bytes"], 100 * MiB);
+  EXPECT_EQ(device["context_bytes"], 500 * MiB);
+  EXPECT_EQ(device["peak_bytes"], 600 * MiB) << device.dump(2);
+}
+
 // The pids of gpumem's children (the command).
 std::vector<int> children_of(pid_t parent) {
   std::vector<int> children;

@@ -111,6 +111,31 @@ TEST_F(Counters, WhatADeadProcessHeldIsGivenBack) {
   EXPECT_EQ(counters.devices[0].current.load(), 2 << 20);
 }
 
+// A slot's `calls`: two equal readings with no call in flight, and only then, say that no call
+// overlapped the time between them (docs/peaks.md).
+TEST_F(Counters, ACallBetweenTwoReadingsOfCallsIsSeen) {
+  RunCounters& counters = create();
+  ProcessSlot& slot = counters.processes[0];
+  const std::uint64_t idle = slot.calls.load();
+  EXPECT_TRUE(quiet_calls(idle));
+  slot.calls.fetch_add(kCallEntered);  // an allocation enters, the driver charges it
+  const std::uint64_t entered = slot.calls.load();
+  EXPECT_FALSE(quiet_calls(entered));
+  slot.calls.fetch_add(kCallEntered);  // a free on another thread
+  slot.calls.fetch_add(kCallLeft);
+  EXPECT_FALSE(quiet_calls(slot.calls.load()));
+  slot.calls.fetch_add(kCallLeft);  // both left: quiet again, but not the same word
+  const std::uint64_t left = slot.calls.load();
+  EXPECT_TRUE(quiet_calls(left));
+  EXPECT_NE(left, idle);
+  EXPECT_EQ(left >> 16, (idle >> 16) + 2);  // two calls left
+  // A claimed slot: nothing in flight (whatever its last owner left), a generation of its own.
+  slot.calls.fetch_add(kCallEntered);
+  reset_calls(slot);
+  EXPECT_TRUE(quiet_calls(slot.calls.load()));
+  EXPECT_NE(slot.calls.load(), left);
+}
+
 TEST_F(Counters, AttachmentsAreRecordedWithTheirReason) {
   RunCounters& counters = create();
   record_attach(counters, 100, 7, kAttachedExact, "");

@@ -14,6 +14,7 @@ import sys
 INTERNAL = re.compile(r"^gpumem::(detail|peak|driver|identity|abi|query|trace|publish|support|procfs|run|cli)::")
 SEAMS = {
     "gpumem::detail::set_event_observer",
+    "gpumem::detail::set_call_observer",
     "gpumem::detail::set_footprint_reconciliation",
     "gpumem::detail::start_run_attribution",
     "gpumem::detail::run_attribution_peaks",

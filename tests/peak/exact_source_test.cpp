@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -284,6 +285,33 @@ TEST(ExactSource, EventObserverSeesDeviceEvents) {
   { DeviceAllocation unseen = device_allocate(7, 0); }
   const std::vector<std::pair<int, std::int64_t>> expected{{1, 5000}, {1, -5000}};
   EXPECT_EQ(observed.events, expected);
+}
+
+// The call observer brackets each traced call: its ENTER before the call's events, its EXIT
+// after them (what `gpumem run`'s monitor relies on to tell a reading a call overlapped).
+TEST(ExactSource, CallObserverBracketsEachCallsEvents) {
+  SimGpu gpu;
+  static std::vector<std::string> seen;  // the observers are plain functions
+  seen.clear();
+  detail::set_event_observer(
+      [](void*, int, std::int64_t delta) { seen.push_back(std::to_string(delta)); }, nullptr);
+  detail::set_call_observer(
+      [](void*, bool entering) { seen.push_back(entering ? "enter" : "exit"); }, nullptr);
+  PeakCounter counter(0, Source::exact);
+  testing::use_device(0);
+  auto mem_alloc = sim_symbol<PFN_cuMemAlloc>("libcuda.so.1", "cuMemAlloc_v2");
+  auto mem_free = sim_symbol<PFN_cuMemFree>("libcuda.so.1", "cuMemFree_v2");
+  seen.clear();
+  CUdeviceptr block = 0;
+  ASSERT_EQ(mem_alloc(&block, 4096), CUDA_SUCCESS);
+  ASSERT_EQ(mem_free(block), CUDA_SUCCESS);
+  EXPECT_EQ(mem_free(block), CUDA_ERROR_INVALID_VALUE);  // a failed call: no event
+  detail::set_call_observer(nullptr, nullptr);
+  detail::set_event_observer(nullptr, nullptr);
+  { DeviceAllocation unseen = device_allocate(7, 0); }
+  const std::vector<std::string> expected{"enter", "4096", "exit",  "enter",
+                                          "-4096", "exit", "enter", "exit"};
+  EXPECT_EQ(seen, expected);
 }
 
 }  // namespace

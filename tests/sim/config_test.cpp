@@ -90,8 +90,12 @@ TEST(simFaults, ParsesEveryFault) {
   EXPECT_FALSE(f.nvml_memory_v2_only);
   EXPECT_TRUE(f.cupti_busy);
   EXPECT_EQ(f.lost, (std::vector<unsigned>{1, 0}));
+  EXPECT_EQ(f.memory_return_delay_us, 0);
   EXPECT_TRUE(parse_faults("nvml_memory=v2").nvml_memory_v2_only);
   EXPECT_FALSE(parse_faults(nullptr).cupti_busy);
+  EXPECT_EQ(parse_faults("memory_return_delay=20000").memory_return_delay_us, 20000);
+  EXPECT_EQ(parse_faults("memory_return_delay=-1").memory_return_delay_us, 0);
+  EXPECT_EQ(parse_faults("nvml_process_delay=5000").nvml_process_delay_us, 5000);
 }
 
 TEST(simPci, ParsesEveryAcceptedForm) {

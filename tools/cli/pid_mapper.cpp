@@ -55,13 +55,13 @@ void PidMapper::observe(const std::vector<ProcessMemory>& listed,
   if (!foreign_) note_absent(listed);
   if (!foreign_) return;
   for (const auto& [key, reading] : held) {
-    // Only a reading no event overlapped, of a process holding memory here: it is listed.
-    if (reading.before != reading.after || reading.after <= 0) continue;
+    // Only a reading no call overlapped, of a process holding memory here: it is listed.
+    if (!reading.quiet || reading.bytes <= 0) continue;
     if (by_key_.count(key) != 0) continue;
     std::unordered_set<unsigned> possible;
     for (const ProcessMemory& process : listed) {
       if (baseline_.count(process.pid) != 0 || by_nvml_pid_.count(process.pid) != 0) continue;
-      if (!process.used_bytes || static_cast<std::int64_t>(*process.used_bytes) < reading.after)
+      if (!process.used_bytes || static_cast<std::int64_t>(*process.used_bytes) < reading.bytes)
         continue;
       possible.insert(process.pid);
     }

@@ -48,10 +48,12 @@ struct Member {
   int local_pid = 0;  // its pid in gpumem's namespace (for its name), 0 when unknown
 };
 
-// What an injected process's events held on a device before NVML's list was read and after.
+// What an injected process's events held on a device while NVML's list was read; `quiet` when
+// no traced call of the process overlapped the reading (run_counters.hpp, `calls`): only then
+// does NVML's figure for the process include exactly these bytes of its events.
 struct HeldReading {
-  std::int64_t before = 0;
-  std::int64_t after = 0;
+  std::int64_t bytes = 0;
+  bool quiet = false;
 };
 
 class PidMapper {

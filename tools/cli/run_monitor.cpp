@@ -54,6 +54,7 @@ RunMonitor::RunMonitor(std::vector<DeviceInfo> devices, run::RunCounters* counte
   }
   slots_.assign(devices_.size(), -1);
   steps_.assign(devices_.size(), StepCoalescer());
+  summed_contexts_.resize(devices_.size());
   // Before the command starts: its processes read it once, when they attach.
   if (counters_ != nullptr) {
     counters_->timeline = keep_timeline_ ? 1 : 0;
@@ -273,33 +274,42 @@ bool RunMonitor::counted_exactly(const ProcessKey& key) const {
   return found != attachments_.end() && found->second.exact;
 }
 
-// What a process's events hold on a device (slot) now; nullopt once it gave its slot back (it
-// is exiting: what NVML still shows for it is no longer beyond its events). A process that never
-// counted on the device holds 0 there.
-std::optional<std::int64_t> RunMonitor::events_held(const ProcessKey& key, int device) const {
-  const std::size_t used = run::process_slots_used(*counters_);
-  for (std::size_t index = 0; index < used; ++index) {
-    const run::ProcessSlot& slot = counters_->processes[index];
-    if (slot.pid.load(std::memory_order_acquire) == key.pid &&
-        slot.pid_namespace.load(std::memory_order_acquire) == key.pid_namespace)
-      return device >= 0 ? slot.held[device].load(std::memory_order_relaxed) : 0;
-  }
-  return std::nullopt;
-}
-
-// What each injected process's events hold on the device (slot) now (`before` and `after`
-// alike); a device no process has counted on yet holds 0 of theirs.
-std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> RunMonitor::held_now(int device) const {
-  std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> held;
-  if (counters_ == nullptr) return held;
+// Before NVML's list is read: each injected process's slot, its `calls` word and what its events
+// hold on the device (slot) then; a device no process has counted on yet holds 0 of theirs.
+std::unordered_map<ProcessKey, RunMonitor::SlotReading, ProcessKeyHash> RunMonitor::read_slots(
+    int device) const {
+  std::unordered_map<ProcessKey, SlotReading, ProcessKeyHash> slots;
   const std::size_t used = run::process_slots_used(*counters_);
   for (std::size_t index = 0; index < used; ++index) {
     const run::ProcessSlot& slot = counters_->processes[index];
     const std::int32_t pid = slot.pid.load(std::memory_order_acquire);
     const std::uint64_t pid_namespace = slot.pid_namespace.load(std::memory_order_acquire);
     if (pid <= 0 || pid_namespace == 0) continue;
-    const std::int64_t bytes = device >= 0 ? slot.held[device].load() : 0;
-    held[{pid, pid_namespace}] = {bytes, bytes};
+    // `calls` first (acquire: every call that left shows its events in `held`), then `held`.
+    const std::uint64_t calls = slot.calls.load(std::memory_order_acquire);
+    const std::int64_t bytes = device >= 0 ? slot.held[device].load(std::memory_order_acquire) : 0;
+    slots[{pid, pid_namespace}] = {index, calls, bytes,
+                                   slot.claimed_ns.load(std::memory_order_relaxed)};
+  }
+  return slots;
+}
+
+// After NVML's list was read: what each process's events held during the reading, and whether
+// no call of it overlapped the reading (its `calls` word unchanged, with none in flight). A
+// process that gave its slot back meanwhile is left out: it is exiting, and what NVML still shows
+// for it is no longer beyond its events.
+std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> RunMonitor::confirm_slots(
+    const std::unordered_map<ProcessKey, SlotReading, ProcessKeyHash>& before) const {
+  std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> held;
+  // Orders NVML's reading before the loads below: a charge NVML showed comes with its call's ENTER.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (const auto& [key, reading] : before) {
+    const run::ProcessSlot& slot = counters_->processes[reading.index];
+    const std::uint64_t calls = slot.calls.load(std::memory_order_seq_cst);
+    if (slot.pid.load(std::memory_order_acquire) != key.pid ||
+        slot.pid_namespace.load(std::memory_order_acquire) != key.pid_namespace)
+      continue;
+    held[key] = {reading.held, run::quiet_calls(reading.calls) && calls == reading.calls};
   }
   return held;
 }
@@ -326,16 +336,29 @@ void RunMonitor::sample(bool final) {
         timeline_.push_back({time_s, ordinal, Series::device, 0, track.device_end});
     }
     std::int64_t tree_sum = 0;
-    std::int64_t escaped_sum = 0;   // of the processes not counted exactly
-    std::int64_t context_sum = 0;   // of those counted exactly, beyond their events
+    std::int64_t escaped_sum = 0;  // of the processes not counted exactly
+    std::int64_t context_sum = 0;  // of those counted exactly, beyond their events
+    // Each exactly counted process's context now, and what its process was when the events' peak
+    // since the previous sample may have been made (below).
+    struct Context {
+      std::int64_t now = 0;
+      std::optional<std::int64_t> before;  // summed at the previous sample too
+      std::int64_t claimed_ns = 0;         // when its process claimed its slot
+    };
+    std::vector<Context> peak_contexts;
+    std::unordered_map<ProcessKey, std::int64_t, ProcessKeyHash> summed;
     std::int64_t unmapped_sum = 0;  // of the pids that may be the command's, unmatched
-    // What the events held before NVML was read and after: an event in between must not pass
-    // for context memory.
-    std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> held = held_now(slot);
+    // What the events held while NVML was read, and whether a call overlapped the reading: the
+    // driver's figures and the events differ while one is in flight, and that difference must
+    // not pass for context memory (docs/peaks.md).
+    std::unordered_map<ProcessKey, SlotReading, ProcessKeyHash> slots;
+    if (counters_ != nullptr) slots = read_slots(slot);
     const auto read = detail::device_process_list(ordinal);
     const std::vector<ProcessMemory> listed = read.value_or(std::vector<ProcessMemory>{});
     if (read) holders_.add(ordinal, monotonic_ns(), listed);
-    for (auto& [key, reading] : held) reading.after = events_held(key, slot).value_or(-1);
+    const std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> held =
+        counters_ != nullptr ? confirm_slots(slots)
+                             : std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash>{};
     pids_->observe(listed, held);
     for (const ProcessMemory& process : listed) {
       const std::optional<Member> member = pids_->member(process.pid);
@@ -354,14 +377,22 @@ void RunMonitor::sample(bool final) {
         escaped_sum += bytes;
       } else {
         const auto reading = held.find(member->key);
-        const std::optional<std::int64_t> after = events_held(member->key, slot);
-        // Only a reading no event overlapped tells the context apart from the events; the
-        // last such estimate stands in for the others.
-        if (reading != held.end() && after && reading->second.before == *after)
-          contexts_[member->key][ordinal] = std::max<std::int64_t>(0, bytes - *after);
+        // Only a reading no call overlapped tells the context apart from the events; the last
+        // such estimate stands in for the others.
+        if (reading != held.end() && reading->second.quiet)
+          contexts_[member->key][ordinal] =
+              std::max<std::int64_t>(0, bytes - reading->second.bytes);
         const auto& contexts = contexts_[member->key];
-        if (const auto known = contexts.find(ordinal); after && known != contexts.end())
+        if (const auto known = contexts.find(ordinal);
+            reading != held.end() && known != contexts.end()) {
           context_sum += known->second;
+          summed[member->key] += known->second;
+          Context context{known->second, std::nullopt, slots.at(member->key).claimed_ns};
+          const auto& previous = summed_contexts_[index];
+          if (const auto before = previous.find(member->key); before != previous.end())
+            context.before = before->second;
+          peak_contexts.push_back(context);
+        }
       }
       if (keep_timeline_)
         timeline_.push_back({time_s, ordinal, Series::process, process.pid, bytes});
@@ -384,6 +415,7 @@ void RunMonitor::sample(bool final) {
       if (member && member->local_pid > 0)
         known->rank = ranks_.observe(static_cast<unsigned>(member->local_pid), ordinal, bytes);
     }
+    summed_contexts_[index] = std::move(summed);
     track.unmapped_peak = std::max(track.unmapped_peak, unmapped_sum);
     if (keep_timeline_) timeline_.push_back({time_s, ordinal, Series::tree, 0, tree_sum});
     if (tree_sum > track.tree_peak) {
@@ -409,9 +441,23 @@ void RunMonitor::sample(bool final) {
       if (keep_timeline_ && ring_reader_.lost > 0)
         timeline_.push_back({time_s, ordinal, Series::exact, 0, current});
       track.context_bytes = std::max(track.context_bytes, context_sum);
-      // The events' peak since the last sample, on top of the contexts held now.
-      if (rose && peak + context_sum > track.footprint_peak) {
-        track.footprint_peak = peak + context_sum;
+      // The events' peak since the last sample, on top of the contexts that were there when it
+      // was made: a process seen at the previous sample, with the lower of its two estimates; one
+      // seen first now, only if it had started by then (a process that started after the peak was
+      // not part of it).
+      std::int64_t peak_context_sum = 0;
+      if (rose) {
+        const std::int64_t peak_ns = exact->peak_time_ns.load(std::memory_order_relaxed);
+        for (const Context& context : peak_contexts) {
+          if (context.before) {
+            peak_context_sum += std::min(*context.before, context.now);
+          } else if (context.claimed_ns <= peak_ns) {
+            peak_context_sum += context.now;
+          }
+        }
+      }
+      if (rose && peak + peak_context_sum > track.footprint_peak) {
+        track.footprint_peak = peak + peak_context_sum;
         track.footprint_peak_time_s = track.exact_peak_time_s;
       }
       if (current + context_sum > track.footprint_peak) {

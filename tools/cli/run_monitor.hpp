@@ -136,8 +136,17 @@ class RunMonitor {
   // named it), -1 while none is.
   int device_slot(std::size_t track);
   void name_devices();
-  std::optional<std::int64_t> events_held(const ProcessKey& key, int slot) const;
-  std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> held_now(int slot) const;
+  // An injected process's slot as read before NVML's list: its index, `calls`, `held` and when
+  // its process claimed it.
+  struct SlotReading {
+    std::size_t index = 0;
+    std::uint64_t calls = 0;
+    std::int64_t held = 0;
+    std::int64_t claimed_ns = 0;
+  };
+  std::unordered_map<ProcessKey, SlotReading, ProcessKeyHash> read_slots(int slot) const;
+  std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> confirm_slots(
+      const std::unordered_map<ProcessKey, SlotReading, ProcessKeyHash>& before) const;
   void drain_events(bool final);
   double now_s() const;
 
@@ -167,6 +176,8 @@ class RunMonitor {
   std::int32_t records_read_ = 0;
   // Per process and device ordinal: NVML's figure beyond the events.
   std::unordered_map<ProcessKey, std::unordered_map<int, std::int64_t>, ProcessKeyHash> contexts_;
+  // Per track: the contexts summed at the last sample, per process.
+  std::vector<std::unordered_map<ProcessKey, std::int64_t, ProcessKeyHash>> summed_contexts_;
 };
 
 }  // namespace gpumem::cli

@@ -67,8 +67,19 @@ void on_event(void*, int ordinal, std::int64_t delta_bytes) {
   if (slot == nullptr || ordinal < 0 || ordinal >= gpumem::run::kMaxDevices) return;
   const int device = device_slot(ordinal);
   if (device < 0) return;
-  slot->held[device].fetch_add(delta_bytes, std::memory_order_relaxed);
+  // Release: a monitor that reads this sees the call's ENTER in `calls` too (docs/peaks.md).
+  slot->held[device].fetch_add(delta_bytes, std::memory_order_release);
   gpumem::run::add_event(*g_counters, device, delta_bytes);
+}
+
+// Every traced call's ENTER and EXIT, in the slot's `calls` (run_counters.hpp): the monitor
+// reconciles NVML's figure for this process only from a reading no call overlapped. An EXIT after
+// the slot was given back (at exit) has nothing to balance: the slot's next owner starts afresh.
+void on_call(void*, bool entering) {
+  ProcessSlot* slot = g_slot.load(std::memory_order_acquire);
+  if (slot == nullptr) return;
+  slot->calls.fetch_add(entering ? gpumem::run::kCallEntered : gpumem::run::kCallLeft,
+                        std::memory_order_seq_cst);
 }
 
 ProcessSlot* claim_slot() {
@@ -80,7 +91,12 @@ ProcessSlot* claim_slot() {
     ProcessSlot& slot = g_counters->processes[index];
     if (slot.pid.load(std::memory_order_relaxed) == pid &&
         slot.pid_namespace.load(std::memory_order_relaxed) == pid_namespace) {
-      gpumem::run::give_back(*g_counters, slot);  // our image before an exec
+      // Our image before an exec: what it held moves outside any call, and a call of it may
+      // have been in flight.
+      slot.calls.fetch_add(gpumem::run::kCallEntered, std::memory_order_seq_cst);
+      gpumem::run::give_back(*g_counters, slot);
+      slot.claimed_ns.store(gpumem::run::monotonic_ns(), std::memory_order_relaxed);
+      gpumem::run::reset_calls(slot);
       return &slot;
     }
   }
@@ -90,6 +106,8 @@ ProcessSlot* claim_slot() {
       gpumem::run::note_process_slot(*g_counters, static_cast<int>(&slot - g_counters->processes));
       // An event racing its previous owner's exit may have left bytes here: they are not ours.
       gpumem::run::give_back(*g_counters, slot);
+      slot.claimed_ns.store(gpumem::run::monotonic_ns(), std::memory_order_relaxed);
+      gpumem::run::reset_calls(slot);
       slot.pid_namespace.store(pid_namespace, std::memory_order_release);
       return &slot;
     }
@@ -101,6 +119,9 @@ ProcessSlot* claim_slot() {
 void release_slot() {
   ProcessSlot* slot = g_slot.exchange(nullptr, std::memory_order_acq_rel);
   if (slot == nullptr) return;
+  // Given back while the driver still shows our memory: no reading of the slot from now on may
+  // pass for one no call overlapped (a call that never leaves; the next owner resets it).
+  slot->calls.fetch_add(gpumem::run::kCallEntered, std::memory_order_seq_cst);
   gpumem::run::give_back(*g_counters, *slot);
   slot->pid_namespace.store(0, std::memory_order_relaxed);
   std::int32_t pid = ::getpid();
@@ -227,10 +248,12 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   }
   g_slot.store(slot, std::memory_order_release);
   gpumem::detail::set_event_observer(on_event, nullptr);
+  gpumem::detail::set_call_observer(on_call, nullptr);
   // No NVML in a measured process: the monitor reconciles contexts from its own samples.
   gpumem::detail::set_footprint_reconciliation(false);
   if (!start_exact_source()) {
     gpumem::detail::set_event_observer(nullptr, nullptr);
+    gpumem::detail::set_call_observer(nullptr, nullptr);
     release_slot();
     return 1;
   }

@@ -25,7 +25,7 @@ namespace gpumem::run {
 inline constexpr const char* kCountersVariable = "GPUMEM_RUN_COUNTERS";
 
 inline constexpr std::uint32_t kCountersMagic = 0x67706d72;  // "gpmr"
-inline constexpr std::uint32_t kCountersVersion = 5;
+inline constexpr std::uint32_t kCountersVersion = 6;
 inline constexpr int kMaxDevices = 64;     // physical devices (UUIDs) counted in one run
 inline constexpr int kMaxProcesses = 512;  // CUDA processes of one tree tracked at once
 inline constexpr int kMaxRecords = 4096;   // processes whose attachment is recorded, per run
@@ -48,11 +48,40 @@ std::optional<Uuid> parse_uuid(std::string_view text);
 // container started by the command) the pid alone is not unique, and it is not the monitor's.
 inline constexpr std::uint64_t kUnknownNamespace = ~std::uint64_t{0};
 
+//
+// `calls` tells the monitor whether `held` and the driver's own figures agree. The driver charges
+// an allocation (NVML shows it) before the call returns and its EXIT callback adds it to `held`,
+// and releases a block before the EXIT of its free takes it off: a reading taken in between is
+// off by the block. Every traced driver call adds 1 at its ENTER (`kCallEntered`, the low 16
+// bits: the calls in flight) and `kCallLeft` after its EXIT (one call fewer in flight, the
+// generation in the high 48 bits one higher), and so does anything else that moves `held`
+// outside a call (the slot being given back, `kCallEntered` never left). The monitor reads NVML
+// between two loads of `calls`: the reading agrees with `held` only when both loads return the
+// same value with no call in flight (`quiet_calls`), because any call that overlapped it changed
+// the word (docs/peaks.md, "Why the reconciliation cannot double count").
+inline constexpr std::uint64_t kCallEntered = 1;
+inline constexpr std::uint64_t kCallLeft = (std::uint64_t{1} << 16) - 1;
+inline constexpr std::uint64_t kCallsInFlightMask = 0xffff;
+
 struct ProcessSlot {
   std::atomic<std::int32_t> pid;             // 0: free slot; -1: being given back
   std::atomic<std::uint64_t> pid_namespace;  // 0 while being claimed
+  std::atomic<std::uint64_t> calls;          // in flight (low 16 bits) and generation (above)
+  std::atomic<std::int64_t> claimed_ns;      // CLOCK_MONOTONIC when its process claimed it
   std::atomic<std::int64_t> held[kMaxDevices];
 };
+
+// Whether a value of `calls` says no call was in flight.
+inline bool quiet_calls(std::uint64_t calls) noexcept {
+  return (calls & kCallsInFlightMask) == 0;
+}
+
+// A claimed slot starts with no call in flight, in a generation of its own (a reading that
+// spans a change of owner is refused).
+inline void reset_calls(ProcessSlot& slot) noexcept {
+  const std::uint64_t calls = slot.calls.load(std::memory_order_relaxed);
+  slot.calls.store(((calls >> 16) + 1) << 16, std::memory_order_release);
+}
 
 // How one process that loaded the injection library is measured, so the monitor can say which
 // of the command's GPU processes were counted exactly and which escaped. Written once.
