@@ -26,22 +26,25 @@ fi
 # appears.
 STAGES=()
 START=$SECONDS
+RUNNING="" RUNNING_SINCE=0  # the stage under way, if any
 report_times() {
   local status=$?
+  [ -z "$RUNNING" ] || STAGES+=("$(printf '%-60s %5d s  FAILED' "$RUNNING" $((SECONDS - RUNNING_SINCE)))")
   ((${#STAGES[@]})) || return 0
   echo
   echo "== stage times"
   printf '%s\n' "${STAGES[@]}"
-  printf '%-52s %5d s\n' "total" $((SECONDS - START))
+  printf '%-60s %5d s\n' "total" $((SECONDS - START))
   return $status
 }
 trap report_times EXIT
 stage() {  # name, command…
-  local name=$1 began=$SECONDS
+  RUNNING=$1 RUNNING_SINCE=$SECONDS
   shift
-  echo "== $name"
+  echo "== $RUNNING"
   "$@"
-  STAGES+=("$(printf '%-52s %5d s' "$name" $((SECONDS - began)))")
+  STAGES+=("$(printf '%-60s %5d s' "$RUNNING" $((SECONDS - RUNNING_SINCE)))")
+  RUNNING=""
 }
 
 stage "set-up and build ($BUILD/, RelWithDebInfo)" scripts/setup.sh --tests
@@ -55,7 +58,7 @@ if ((${#AREAS[@]})); then
   done
   stage "build ${AREAS[*]}" cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}"
   label=$(IFS='|'; echo "${labels[*]}")
-  stage "tests: ${AREAS[*]}" ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" -L "$label"
+  stage "tests: ${AREAS[*]}" ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" -L "$label" -LE stress
   exit 0
 fi
 
@@ -65,7 +68,9 @@ format() {
 }
 stage "clang-format" format
 stage "links (README.md, docs/*.md)" /usr/bin/python3 scripts/check_links.py
-stage "tests ($BUILD/)" ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS"
+# The stress harness (label stress: the multi-process runs, again and again under CPU load) runs
+# once, in ThreadSanitizer's tree, where the slowest timing makes the widest windows.
+stage "tests ($BUILD/)" ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" -LE stress
 stage "the .deb (cpack, dpkg -x, gpumem list and run from it)" tests/package/package_deb.sh "$BUILD"
 stage "the Python package (isolated build, twine, fresh venv, mypy)" scripts/python_package.sh
 
@@ -86,14 +91,17 @@ tree() {  # build-dir, cmake arguments…; then the targets after --
 # compiles alone, as in a user's plain configure.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-sanitized() {  # build-dir, sanitizers, unity (ON/OFF)
+sanitized() {  # build-dir, sanitizers, unity (ON/OFF), ctest arguments…
   local dir=$1 sanitize=$2 unity=$3
+  shift 3
   tree "$dir" -DCMAKE_BUILD_TYPE=Debug -DGPUMEM_SANITIZE="$sanitize" "${GPUMEM_BUILD_FLAGS[@]}" \
     -DCMAKE_UNITY_BUILD="$unity" -DGPUMEM_BUILD_BENCH=OFF -DGPUMEM_BUILD_PYTHON=OFF
-  ctest --test-dir "$dir" --output-on-failure -j "$JOBS" -E "prometheus|python|reliability"
+  ctest --test-dir "$dir" --output-on-failure -j "$JOBS" -E "prometheus|python|reliability" "$@"
 }
-stage "tests under -fsanitize=address,undefined (build-asan/)" sanitized build-asan address,undefined ON
-stage "tests under -fsanitize=thread, each source alone (build-tsan/)" sanitized build-tsan thread OFF
+stage "tests under -fsanitize=address,undefined (build-asan/)" \
+  sanitized build-asan address,undefined ON -LE stress
+stage "tests under -fsanitize=thread, each source alone, and the stress harness (build-tsan/)" \
+  sanitized build-tsan thread OFF
 
 # Warnings as errors, never in users' builds: the sanitizer trees above (Debug) and these Release
 # trees. g++ builds everything (the benchmarks and the Python extension too, which the sanitizer

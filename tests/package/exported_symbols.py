@@ -25,7 +25,9 @@ SEAMS = {
     "gpumem::detail::process_start_time",
     "gpumem::detail::format_spool_record",
     "gpumem::detail::parse_spool_record",
-    "gpumem::detail::PublishedTrace::~PublishedTrace",  # inline, emitted where it is used
+    # inline (implicit) members of a seam's struct, emitted where they are used
+    "gpumem::detail::PublishedTrace::PublishedTrace",
+    "gpumem::detail::PublishedTrace::~PublishedTrace",
     "gpumem::support::record_diagnostic",
     "gpumem::driver::device_uuid",
     "gpumem::driver::uuid_text",
