@@ -15,12 +15,8 @@
 namespace gpumem {
 namespace {
 
-using testing::MiB;
+using testing::mib;
 using testing::SimGpu;
-
-constexpr std::int64_t mib(std::int64_t n) {
-  return n * static_cast<std::int64_t>(MiB);
-}
 
 // A thread allocates and frees 64 MiB every 2 ms while a trace is read again and again; NVML's
 // process list takes 10 ms (the simulator's `nvml_process_delay`) and shows the list of its
