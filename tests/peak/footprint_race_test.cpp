@@ -16,6 +16,7 @@ namespace gpumem {
 namespace {
 
 using testing::mib;
+using testing::MiB;
 using testing::SimGpu;
 
 // A thread allocates and frees 64 MiB every 2 ms while a trace is read again and again; NVML's
