@@ -174,10 +174,13 @@ int run_serve(const ServeOptions& options) {
                         render_exposition(latest.snapshot ? *latest.snapshot : kNone, serving)};
   };
 
-  std::string error;
+  ListenError error;
   auto server = HttpServer::listen(*address, limits, handler, error, web);
   if (!server) {
-    std::cerr << "gpumem serve: " << error << "\n";
+    if (error.kind == ListenError::configuration) {
+      return usage_error("invalid --web.config.file: " + error.message);
+    }
+    std::cerr << "gpumem serve: " << error.message << "\n";
     return 1;
   }
   stats = &server->stats();
