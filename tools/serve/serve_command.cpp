@@ -281,7 +281,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
       ->check(CLI::ExistingFile);
   command
       ->add_option("--max-connections", options->max_connections,
-                   "Open connections at most; idle ones make room first, then 503")
+                   "Open connections at most; finished, idle and stuck ones make room first")
       ->capture_default_str()
       ->check(CLI::Range(1, 65536));
   command
