@@ -281,33 +281,55 @@ TEST(HttpServer, AClosingConnectionGoesBeforeAnotherClientsIdleOne) {
   EXPECT_EQ(body_of(scraper.read_response()), "up 1\n");
 }
 
-TEST(HttpServer, IdleConnectionsMakeRoomFirst) {
+// Until the server holds `count` connections (one it closed is gone once it has seen that).
+void wait_for_open(const RunningServer& server, std::uint64_t count) {
+  for (int i = 0; i < 500 && server.stats().open_connections.load() != count; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
+TEST(HttpServer, TheConnectionIdleOrUnfinishedLongestMakesRoom) {
+  HttpLimits limits;
+  limits.max_connections = 2;
+  RunningServer server(limits);
+  RawClient oldest(server.port());
+  oldest.send("GET /metrics HTTP/1.1\r\nX-Slow: 1\r\n");  // a slowloris
+  std::this_thread::sleep_for(20ms);
+  RawClient idle(server.port());
+  idle.send("GET /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(body_of(idle.read_response()), "up 1\n");  // kept alive, now idle
+  // At the cap: the request that began before the idle connection's last answer goes.
+  EXPECT_EQ(body_of(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")), "up 1\n");
+  EXPECT_EQ(oldest.read_to_close(), "");
+  wait_for_open(server, 1);
+  std::this_thread::sleep_for(20ms);
+  RawClient newest(server.port());
+  newest.send("GET /metrics HTTP/1.1\r\nX-Slow: 1\r\n");
+  std::this_thread::sleep_for(20ms);
+  // Now the idle connection has been still for longest.
+  EXPECT_EQ(body_of(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")), "up 1\n");
+  EXPECT_EQ(idle.read_to_close(), "");
+  EXPECT_EQ(server.stats().evicted_connections.load(), 2u);
+  EXPECT_EQ(server.stats().rejected_connections.load(), 0u);
+  newest.send("\r\n");
+  EXPECT_EQ(body_of(newest.read_response()), "up 1\n");
+}
+
+TEST(HttpServer, AResponseNobodyReadsGoesBeforeAnIdleConnection) {
   HttpLimits limits;
   limits.max_connections = 2;
   RunningServer server(limits);
   RawClient idle(server.port());
   idle.send("GET /metrics HTTP/1.1\r\n\r\n");
-  EXPECT_EQ(body_of(idle.read_response()), "up 1\n");  // kept alive, now idle
-  auto busy = stuck_writer(server.port());
+  EXPECT_EQ(body_of(idle.read_response()), "up 1\n");
+  auto stuck = stuck_writer(server.port());
   wait_for_requests(server, 2);
-  // At the cap: the idle one is closed to make room, the busy one is left alone.
+  std::this_thread::sleep_for(500ms);  // its client has taken nothing for that long
   EXPECT_EQ(body_of(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")), "up 1\n");
-  EXPECT_EQ(idle.read_to_close(), "");
   EXPECT_EQ(server.stats().evicted_connections.load(), 1u);
-  EXPECT_EQ(server.stats().rejected_connections.load(), 0u);
-}
-
-TEST(HttpServer, UnfinishedRequestsMakeRoomWhenNoneIsIdle) {
-  HttpLimits limits;
-  limits.max_connections = 2;
-  RunningServer server(limits);
-  RawClient slow(server.port());
-  slow.send("GET /metrics HTTP/1.1\r\nX-Slow: 1\r\n");  // a slowloris
-  auto busy = stuck_writer(server.port());
-  wait_for_requests(server, 1);
-  EXPECT_EQ(body_of(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")), "up 1\n");
-  EXPECT_EQ(slow.read_to_close(), "");
-  EXPECT_EQ(server.stats().evicted_connections.load(), 1u);
+  // The idle one is still there.
+  idle.send("GET /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(body_of(idle.read_response()), "up 1\n");
 }
 
 TEST(HttpServer, CapsTheConnectionsOfOneClient) {

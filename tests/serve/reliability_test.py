@@ -278,6 +278,13 @@ def rss_mib(pid):
     return 0
 
 
+def cpu_seconds(pid):
+    """The process's user and system time so far."""
+    with open("/proc/%d/stat" % pid) as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def prometheus_query(port, promql):
     url = "http://127.0.0.1:%d/api/v1/query?%s" % (port, urllib.parse.urlencode({"query": promql}))
     try:
@@ -462,10 +469,13 @@ def main():
                 start = time.monotonic()
                 time.sleep(1)
                 phases.append(("quiet-fresh", start, time.monotonic()))
-            start = time.monotonic()
+            start, cpu = time.monotonic(), cpu_seconds(plain.pid)
             subprocess.run([sys.executable, __file__, "--attack", kind, str(plain_port),
                             str(seconds)], check=True, timeout=seconds + 30)
             phases.append((kind, start, time.monotonic()))
+            print("%s: the exporter used %.0f %% of a core" % (
+                kind, 100 * (cpu_seconds(plain.pid) - cpu) / (time.monotonic() - start)),
+                flush=True)
         time.sleep(1)
         grown = rss_mib(plain.pid) - baseline
         for thread in (scraper, fresh):

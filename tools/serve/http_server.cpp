@@ -414,20 +414,21 @@ bool HttpServer::Impl::make_room(const std::string& client) {
   const bool client_full =
       count != per_client.end() && count->second >= limits.max_connections_per_client;
   const Clock::time_point now = Clock::now();
-  // How readily a connection gives up its place, lowest first; -1: never (a password check
-  // is running, a bounded queue's worth of them). A connection that has answered and is only
-  // saying goodbye costs nobody anything; idle, unfinished and stuck ones come next; one whose
-  // response is being read goes last.
+  // How readily a connection gives up its place, lowest first; -1: never (a password check is
+  // running: a bounded queue's worth of them). A connection that has answered and is only
+  // saying goodbye costs nobody anything; a response nobody reads is the surest sign of a
+  // client that is no scraper; idle and unfinished ones come next (a kept-alive client retries
+  // on a new connection); one whose response is being read goes last.
   auto rank = [now](const Connection& c) {
     switch (c.state) {
       case State::closing:
         return 0;
+      case State::writing:
+        return now - c.progress >= kStalled ? 1 : 3;
       case State::fresh:
       case State::idle:
       case State::reading:
-        return 1;
-      case State::writing:
-        return now - c.progress >= kStalled ? 1 : 2;
+        return 2;
       case State::authenticating:
         return -1;
     }
