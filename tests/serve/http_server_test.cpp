@@ -281,38 +281,48 @@ TEST(HttpServer, AClosingConnectionGoesBeforeAnotherClientsIdleOne) {
   EXPECT_EQ(body_of(scraper.read_response()), "up 1\n");
 }
 
-// Until the server holds `count` connections (one it closed is gone once it has seen that).
-void wait_for_open(const RunningServer& server, std::uint64_t count) {
-  for (int i = 0; i < 500 && server.stats().open_connections.load() != count; ++i) {
-    std::this_thread::sleep_for(10ms);
-  }
-}
-
-TEST(HttpServer, TheConnectionIdleOrUnfinishedLongestMakesRoom) {
+TEST(HttpServer, UnfinishedRequestsMakeRoomBeforeIdleConnectionsOldestFirst) {
   HttpLimits limits;
-  limits.max_connections = 2;
+  limits.max_connections = 3;
   RunningServer server(limits);
-  RawClient oldest(server.port());
-  oldest.send("GET /metrics HTTP/1.1\r\nX-Slow: 1\r\n");  // a slowloris
-  std::this_thread::sleep_for(20ms);
   RawClient idle(server.port());
   idle.send("GET /metrics HTTP/1.1\r\n\r\n");
   EXPECT_EQ(body_of(idle.read_response()), "up 1\n");  // kept alive, now idle
-  // At the cap: the request that began before the idle connection's last answer goes.
-  EXPECT_EQ(body_of(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")), "up 1\n");
-  EXPECT_EQ(oldest.read_to_close(), "");
-  wait_for_open(server, 1);
   std::this_thread::sleep_for(20ms);
-  RawClient newest(server.port());
-  newest.send("GET /metrics HTTP/1.1\r\nX-Slow: 1\r\n");
+  RawClient older(server.port());
+  older.send("GET /metrics HTTP/1.1\r\nX-Slow: 1\r\n");  // a slowloris
   std::this_thread::sleep_for(20ms);
-  // Now the idle connection has been still for longest.
+  RawClient newer(server.port());
+  newer.send("GET /metrics HTTP/1.1\r\nX-Slow: 1\r\n");
+  std::this_thread::sleep_for(20ms);
+  // At the cap: the idle connection's client has read every answer; the request begun longest
+  // ago goes, although the idle one has been still for longer.
   EXPECT_EQ(body_of(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")), "up 1\n");
-  EXPECT_EQ(idle.read_to_close(), "");
-  EXPECT_EQ(server.stats().evicted_connections.load(), 2u);
+  EXPECT_EQ(older.read_to_close(), "");
+  EXPECT_EQ(server.stats().evicted_connections.load(), 1u);
   EXPECT_EQ(server.stats().rejected_connections.load(), 0u);
-  newest.send("\r\n");
-  EXPECT_EQ(body_of(newest.read_response()), "up 1\n");
+  newer.send("\r\n");
+  EXPECT_EQ(body_of(newer.read_response()), "up 1\n");
+  idle.send("GET /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(body_of(idle.read_response()), "up 1\n");
+}
+
+TEST(HttpServer, RequestsSentAheadOfTheirAnswersMakeRoomBeforeAnIdleConnection) {
+  HttpLimits limits;
+  limits.max_connections = 2;
+  RunningServer server(limits);
+  RawClient idle(server.port());
+  idle.send("GET /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(body_of(idle.read_response()), "up 1\n");
+  // Two requests at once, the first for a response too big to be taken while nobody reads.
+  auto ahead = std::make_unique<RawClient>(server.port());
+  ahead->shrink_receive_buffer();
+  ahead->send("GET /big HTTP/1.1\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n");
+  wait_for_requests(server, 2);
+  EXPECT_EQ(body_of(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")), "up 1\n");
+  EXPECT_EQ(server.stats().evicted_connections.load(), 1u);
+  idle.send("GET /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(body_of(idle.read_response()), "up 1\n");
 }
 
 TEST(HttpServer, AResponseNobodyReadsGoesBeforeAnIdleConnection) {

@@ -67,6 +67,8 @@ class Connection {
   // When the exchange last moved: the connection was accepted, a request began or was answered,
   // the client took bytes of a response.
   Clock::time_point progress = Clock::now();
+  // Writing: its client sent more before reading this answer (pipelining, which scrapers do not).
+  bool ahead = false;
   std::string client;
   std::list<Connection*>::iterator position;
   bool registered = false;
@@ -289,6 +291,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     response_.content_length(body.size());
     if (!head) response_.body() = std::move(body);
     enter(State::writing, server_.limits.write_timeout);
+    error_code ignored;
+    ahead = buffer_.size() > 0 || socket().available(ignored) > 0;
     serializer_.emplace(response_);
     write(keep_alive);
   }
@@ -416,19 +420,21 @@ bool HttpServer::Impl::make_room(const std::string& client) {
   const Clock::time_point now = Clock::now();
   // How readily a connection gives up its place, lowest first; -1: never (a password check is
   // running: a bounded queue's worth of them). A connection that has answered and is only
-  // saying goodbye costs nobody anything; a response nobody reads is the surest sign of a
-  // client that is no scraper; idle and unfinished ones come next (a kept-alive client retries
-  // on a new connection); one whose response is being read goes last.
+  // saying goodbye costs nobody anything. Then what scrapers do not do: a response nobody reads,
+  // requests sent ahead of their answers; then a request not yet complete (or not yet begun);
+  // then an idle kept-alive connection, whose client has read every answer (and retries on a new
+  // connection); last, a response being read.
   auto rank = [now](const Connection& c) {
     switch (c.state) {
       case State::closing:
         return 0;
       case State::writing:
-        return now - c.progress >= kStalled ? 1 : 3;
+        return c.ahead || now - c.progress >= kStalled ? 1 : 4;
       case State::fresh:
-      case State::idle:
       case State::reading:
         return 2;
+      case State::idle:
+        return 3;
       case State::authenticating:
         return -1;
     }
