@@ -421,19 +421,19 @@ bool HttpServer::Impl::make_room(const std::string& client) {
   // How readily a connection gives up its place, lowest first; -1: never (a password check is
   // running: a bounded queue's worth of them). A connection that has answered and is only
   // saying goodbye costs nobody anything. Then what scrapers do not do: a response nobody reads,
-  // requests sent ahead of their answers; then a request not yet complete (or not yet begun);
-  // then an idle kept-alive connection, whose client has read every answer (and retries on a new
-  // connection); last, a response being read.
+  // requests sent ahead of their answers. Then an idle kept-alive connection (its client retries
+  // on a new one), before a request not yet complete or not yet begun (a newcomer's, perhaps,
+  // even under a flood); last, a response being read.
   auto rank = [now](const Connection& c) {
     switch (c.state) {
       case State::closing:
         return 0;
       case State::writing:
         return c.ahead || now - c.progress >= kStalled ? 1 : 4;
+      case State::idle:
+        return 2;
       case State::fresh:
       case State::reading:
-        return 2;
-      case State::idle:
         return 3;
       case State::authenticating:
         return -1;

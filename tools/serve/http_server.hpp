@@ -4,7 +4,7 @@
 // At the connection cap a new connection takes the place of one that has answered and is only
 // closing; else the client address with the most connections gives one up (the newcomer's own
 // when that address is at its cap): a stuck one (a response nobody reads, or requests sent ahead
-// of their answers), then an unfinished one, then an idle one, then one whose response is being
+// of their answers), then an idle one, then an unfinished one, then one whose response is being
 // read; the one that has not moved for the longest first.
 // Only connections waiting for a password check are never closed; when those are all there
 // is, a newcomer is refused with a 503 it can read.
