@@ -352,6 +352,18 @@ TEST_F(Exporter, RefusesNonsenseLimits) {
   }
 }
 
+TEST_F(Exporter, RefusesAnUnusableCertificateAsAConfigurationError) {
+  std::filesystem::create_directories(spool_);
+  const std::filesystem::path config = spool_ / "web.yml";
+  std::ofstream(config)
+      << "tls_server_config:\n  cert_file: missing.crt\n  key_file: missing.key\n";
+  ExporterProcess exporter({"--listen", "127.0.0.1:0", "--web.config.file", config.string()});
+  EXPECT_EQ(exporter.wait(), 2);
+  EXPECT_EQ(exporter.err(), "gpumem serve: invalid --web.config.file: cannot use the certificate " +
+                                (spool_ / "missing.crt").string() +
+                                ": No such file or directory\n");
+}
+
 TEST_F(Exporter, WarnsWhenListeningBeyondLoopbackWithoutTlsAndAuthentication) {
   auto open = std::make_unique<ExporterProcess>(std::vector<std::string>{
       "--listen", "0.0.0.0:0", "--spool", spool_.string(), "--collect-interval", "10ms"});

@@ -1,5 +1,6 @@
 #include "http_server.hpp"
 
+#include <crypt.h>
 #include <sys/eventfd.h>
 
 #include <gtest/gtest.h>
@@ -19,8 +20,8 @@ using namespace std::chrono_literals;
 // A server on an ephemeral loopback port, run on its own thread for the test's lifetime.
 class RunningServer {
  public:
-  explicit RunningServer(HttpLimits limits = {}) {
-    std::string error;
+  explicit RunningServer(HttpLimits limits = {}, const WebConfig& web = {}) {
+    ListenError error;
     server_ = HttpServer::listen(
         ListenAddress{"127.0.0.1", "0"}, limits,
         [](std::string_view path) -> HttpResponse {
@@ -29,8 +30,8 @@ class RunningServer {
           if (path == "/big") return {200, "text/plain", std::string(64 << 20, 'x')};
           return {404, "text/plain", "Not Found\n"};
         },
-        error);
-    if (!server_) throw std::runtime_error(error);
+        error, web);
+    if (!server_) throw std::runtime_error(error.message);
     stop_ = ::eventfd(0, EFD_CLOEXEC);
     thread_ = std::thread([this] { server_->run(stop_); });
   }
@@ -49,8 +50,8 @@ class RunningServer {
   std::thread thread_;
 };
 
-std::string request(int port, std::string_view bytes) {
-  RawClient client(port);
+std::string request(int port, std::string_view bytes, const char* source = nullptr) {
+  RawClient client(port, source);
   client.send(bytes);
   return client.read_to_close();
 }
@@ -107,16 +108,44 @@ TEST(HttpServer, RefusesOtherMethodsAndBodies) {
 TEST(HttpServer, RejectsMalformedRequests) {
   RunningServer server;
   for (std::string_view bad :
-       {"garbage\r\n\r\n", "GET metrics HTTP/1.1\r\n\r\n", "GET /metrics HTTP/2.0\r\n\r\n",
-        "GET /metrics\r\n\r\n", "GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n", "\r\n\r\n"}) {
+       {"garbage\r\n\r\n", "GET metrics HTTP/1.1\r\n\r\n", "GET /metrics HTTP/11\r\n\r\n",
+        "GET /metrics HTTP/1.1x\r\n\r\n", "GET /metrics HTTP/1\r\n\r\n", "GET /metrics\r\n\r\n",
+        "GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n", "\r\n\r\n"}) {
     std::string response = request(server.port(), bad);
-    EXPECT_TRUE(response.starts_with("HTTP/1.1 400") || response.starts_with("HTTP/1.1 505"))
-        << bad << " -> " << response;
+    EXPECT_EQ(status_line(response), "HTTP/1.1 400 Bad Request") << bad;
   }
-  EXPECT_EQ(server.stats().bad_requests.load(), 6u);
+  EXPECT_EQ(server.stats().bad_requests.load(), 8u);
   // The server still serves after all that.
   EXPECT_EQ(status_line(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")),
             "HTTP/1.1 200 OK");
+}
+
+TEST(HttpServer, AnswersWellFormedVersionsOtherThan1xWith505) {
+  RunningServer server;
+  for (std::string_view version : {"HTTP/1.2", "HTTP/2.0", "HTTP/0.9", "HTTP/3.0"}) {
+    std::string response =
+        request(server.port(), "GET /metrics " + std::string(version) + "\r\nHost: x\r\n\r\n");
+    EXPECT_EQ(status_line(response), "HTTP/1.1 505 HTTP Version Not Supported") << version;
+  }
+  // HTTP/2's connection preface, sent to an HTTP/1.1 server.
+  EXPECT_EQ(status_line(request(server.port(), "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")),
+            "HTTP/1.1 505 HTTP Version Not Supported");
+}
+
+TEST(HttpServer, RejectsTransferCodingsThatDoNotEndInChunked) {
+  RunningServer server;
+  // The body's length is unknown: the request cannot be delimited (RFC 9112 6.3).
+  for (std::string_view coding : {"xchunked", "chunked, gzip", "gzip", "chunkedx", ""}) {
+    std::string response =
+        request(server.port(), "GET /metrics HTTP/1.1\r\nConnection: close\r\nTransfer-Encoding: " +
+                                   std::string(coding) + "\r\n\r\n");
+    EXPECT_EQ(status_line(response), "HTTP/1.1 400 Bad Request") << coding;
+  }
+  // A chunked body is a body: refused as such.
+  EXPECT_EQ(
+      status_line(request(server.port(),
+                          "GET /metrics HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n")),
+      "HTTP/1.1 413 Payload Too Large");
 }
 
 TEST(HttpServer, RefusesOversizedHeaders) {
@@ -169,62 +198,158 @@ void wait_for_requests(const RunningServer& server, std::uint64_t count) {
   }
 }
 
-std::string until_status(int port, std::string_view status, const char* source = nullptr) {
-  std::string response;
-  for (int attempt = 0; attempt < 100 && !response.starts_with(status); ++attempt) {
-    RawClient client(port, source);
-    client.send("GET /metrics HTTP/1.0\r\n\r\n");
-    response = client.read_to_close();
-    if (!response.starts_with(status)) std::this_thread::sleep_for(10ms);
-  }
-  return response;
+// A bcrypt hash of `password` made by libxcrypt at `cost`.
+std::string bcrypt(const std::string& password, int cost) {
+  char setting[CRYPT_GENSALT_OUTPUT_SIZE];
+  if (::crypt_gensalt_rn("$2b$", cost, nullptr, 0, setting, sizeof setting) == nullptr) return {};
+  crypt_data data{};
+  const char* hash = ::crypt_r(password.c_str(), setting, &data);
+  return hash == nullptr ? std::string() : hash;
 }
 
-TEST(HttpServer, RefusesWithA503WhenEveryConnectionIsBusy) {
+TEST(HttpServer, RefusesWithA503WhenEveryConnectionWaitsForAPasswordCheck) {
+  HttpLimits limits;
+  limits.max_connections = 1;
+  WebConfig web;
+  web.basic_auth_users = {{"prometheus", bcrypt("s3cr3t", 12)}};  // a few hundred ms a check
+  RunningServer server(limits, web);
+  // A wrong password (a right one would be remembered, and not checked again), then a newcomer
+  // while the check runs: it is turned away, and can read why. Until the server has read the
+  // request, the first connection still makes room: then again, waiting longer.
+  std::unique_ptr<RawClient> checking;
+  std::string refused;
+  for (int attempt = 1; attempt <= 5 && !refused.starts_with("HTTP/1.1 503"); ++attempt) {
+    checking = std::make_unique<RawClient>(server.port());
+    checking->send(
+        "GET /metrics HTTP/1.1\r\nAuthorization: Basic cHJvbWV0aGV1czp3cm9uZw==\r\n"
+        "Connection: close\r\n\r\n");  // prometheus:wrong
+    std::this_thread::sleep_for(attempt * 50ms);
+    refused = request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n");
+  }
+  EXPECT_EQ(status_line(refused), "HTTP/1.1 503 Service Unavailable");
+  EXPECT_EQ(body_of(refused), "Service Unavailable\n");
+  EXPECT_GE(server.stats().rejected_connections.load(), 1u);
+  EXPECT_EQ(status_line(checking->read_to_close()), "HTTP/1.1 401 Unauthorized");
+}
+
+TEST(HttpServer, AResponseNobodyReadsMakesRoom) {
   HttpLimits limits;
   limits.max_connections = 2;
   RunningServer server(limits);
   auto first = stuck_writer(server.port());
   auto second = stuck_writer(server.port());
   wait_for_requests(server, 2);
-  // Both are writing once the server has read their requests; a third is turned away, and can
-  // read why.
-  std::string third = until_status(server.port(), "HTTP/1.1 503");
-  EXPECT_EQ(status_line(third), "HTTP/1.1 503 Service Unavailable");
-  EXPECT_EQ(body_of(third), "Service Unavailable\n");
-  EXPECT_GE(server.stats().rejected_connections.load(), 1u);
-  // A slot frees up when one of them goes.
-  first.reset();
-  EXPECT_EQ(status_line(until_status(server.port(), "HTTP/1.1 200")), "HTTP/1.1 200 OK");
+  // Both are stuck writing what their clients do not read: one of them makes room at once.
+  EXPECT_EQ(status_line(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")),
+            "HTTP/1.1 200 OK");
+  EXPECT_EQ(server.stats().evicted_connections.load(), 1u);
+  EXPECT_EQ(server.stats().rejected_connections.load(), 0u);
 }
 
-TEST(HttpServer, IdleConnectionsMakeRoomFirst) {
+TEST(HttpServer, AConnectionThatAnsweredAndIsClosingMakesRoom) {
+  HttpLimits limits;
+  limits.max_connections = 2;
+  RunningServer server(limits);
+  // Each asks to close after its answer, reads it, and keeps its end open: the server has
+  // said goodbye and waits (up to a second) for the client's.
+  RawClient first(server.port());
+  RawClient second(server.port());
+  for (RawClient* client : {&first, &second}) {
+    client->send("GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(body_of(client->read_to_close()), "up 1\n");
+  }
+  EXPECT_EQ(status_line(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")),
+            "HTTP/1.1 200 OK");
+  EXPECT_EQ(server.stats().evicted_connections.load(), 1u);
+  EXPECT_EQ(server.stats().rejected_connections.load(), 0u);
+}
+
+TEST(HttpServer, AClosingConnectionGoesBeforeAnotherClientsIdleOne) {
+  HttpLimits limits;
+  limits.max_connections = 2;
+  RunningServer server(limits);
+  RawClient scraper(server.port(), "127.0.0.1");
+  scraper.send("GET /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(body_of(scraper.read_response()), "up 1\n");  // kept alive, idle
+  RawClient closing(server.port(), "127.0.0.2");
+  closing.send("GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(body_of(closing.read_to_close()), "up 1\n");
+  // A newcomer takes the place of the connection that only says goodbye, not the scraper's.
+  EXPECT_EQ(status_line(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n", "127.0.0.3")),
+            "HTTP/1.1 200 OK");
+  scraper.send("GET /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(body_of(scraper.read_response()), "up 1\n");
+}
+
+TEST(HttpServer, IdleConnectionsMakeRoomBeforeUnfinishedOnes) {
+  HttpLimits limits;
+  limits.max_connections = 2;
+  RunningServer server(limits);
+  RawClient slow(server.port());
+  slow.send("GET /metrics HTTP/1.1\r\nX-Slow: 1\r\n");  // a slowloris, the older
+  std::this_thread::sleep_for(20ms);
+  RawClient idle(server.port());
+  idle.send("GET /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(body_of(idle.read_response()), "up 1\n");  // kept alive, now idle
+  // At the cap: the idle one goes (its client retries on a new connection), although the
+  // unfinished request began before.
+  EXPECT_EQ(body_of(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")), "up 1\n");
+  EXPECT_EQ(idle.read_to_close(), "");
+  EXPECT_EQ(server.stats().evicted_connections.load(), 1u);
+  slow.send("\r\n");
+  EXPECT_EQ(body_of(slow.read_response()), "up 1\n");
+}
+
+TEST(HttpServer, UnfinishedRequestsMakeRoomOldestFirst) {
+  HttpLimits limits;
+  limits.max_connections = 2;
+  RunningServer server(limits);
+  RawClient older(server.port());
+  older.send("GET /metrics HTTP/1.1\r\nX-Slow: 1\r\n");
+  std::this_thread::sleep_for(20ms);
+  RawClient newer(server.port());
+  newer.send("GET /metrics HTTP/1.1\r\nX-Slow: 1\r\n");
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(body_of(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")), "up 1\n");
+  EXPECT_EQ(older.read_to_close(), "");
+  EXPECT_EQ(server.stats().evicted_connections.load(), 1u);
+  newer.send("\r\n");
+  EXPECT_EQ(body_of(newer.read_response()), "up 1\n");
+}
+
+TEST(HttpServer, RequestsSentAheadOfTheirAnswersMakeRoomBeforeAnIdleConnection) {
   HttpLimits limits;
   limits.max_connections = 2;
   RunningServer server(limits);
   RawClient idle(server.port());
   idle.send("GET /metrics HTTP/1.1\r\n\r\n");
-  EXPECT_EQ(body_of(idle.read_response()), "up 1\n");  // kept alive, now idle
-  auto busy = stuck_writer(server.port());
+  EXPECT_EQ(body_of(idle.read_response()), "up 1\n");
+  // Two requests at once, the first for a response too big to be taken while nobody reads.
+  auto ahead = std::make_unique<RawClient>(server.port());
+  ahead->shrink_receive_buffer();
+  ahead->send("GET /big HTTP/1.1\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n");
   wait_for_requests(server, 2);
-  // At the cap: the idle one is closed to make room, the busy one is left alone.
   EXPECT_EQ(body_of(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")), "up 1\n");
-  EXPECT_EQ(idle.read_to_close(), "");
   EXPECT_EQ(server.stats().evicted_connections.load(), 1u);
-  EXPECT_EQ(server.stats().rejected_connections.load(), 0u);
+  idle.send("GET /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(body_of(idle.read_response()), "up 1\n");
 }
 
-TEST(HttpServer, UnfinishedRequestsMakeRoomWhenNoneIsIdle) {
+TEST(HttpServer, AResponseNobodyReadsGoesBeforeAnIdleConnection) {
   HttpLimits limits;
   limits.max_connections = 2;
   RunningServer server(limits);
-  RawClient slow(server.port());
-  slow.send("GET /metrics HTTP/1.1\r\nX-Slow: 1\r\n");  // a slowloris
-  auto busy = stuck_writer(server.port());
-  wait_for_requests(server, 1);
+  RawClient idle(server.port());
+  idle.send("GET /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(body_of(idle.read_response()), "up 1\n");
+  auto stuck = stuck_writer(server.port());
+  wait_for_requests(server, 2);
+  std::this_thread::sleep_for(500ms);  // its client has taken nothing for that long
   EXPECT_EQ(body_of(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")), "up 1\n");
-  EXPECT_EQ(slow.read_to_close(), "");
   EXPECT_EQ(server.stats().evicted_connections.load(), 1u);
+  // The idle one is still there.
+  idle.send("GET /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(body_of(idle.read_response()), "up 1\n");
 }
 
 TEST(HttpServer, CapsTheConnectionsOfOneClient) {
@@ -235,11 +360,15 @@ TEST(HttpServer, CapsTheConnectionsOfOneClient) {
   auto first = stuck_writer(server.port(), "127.0.0.2");
   auto second = stuck_writer(server.port(), "127.0.0.2");
   wait_for_requests(server, 2);
-  EXPECT_EQ(status_line(until_status(server.port(), "HTTP/1.1 503", "127.0.0.2")),
-            "HTTP/1.1 503 Service Unavailable");
-  // Another client is not held up by that one.
-  EXPECT_EQ(status_line(until_status(server.port(), "HTTP/1.1 200", "127.0.0.1")),
+  // A third from that address takes the place of one of its own.
+  EXPECT_EQ(status_line(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n", "127.0.0.2")),
             "HTTP/1.1 200 OK");
+  EXPECT_EQ(server.stats().evicted_connections.load(), 1u);
+  // Another client is not held up by that one, and displaces nothing.
+  EXPECT_EQ(status_line(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n", "127.0.0.1")),
+            "HTTP/1.1 200 OK");
+  EXPECT_EQ(server.stats().evicted_connections.load(), 1u);
+  EXPECT_EQ(server.stats().rejected_connections.load(), 0u);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <future>
 
 #include "basic_auth.hpp"
+#include "tls_context.hpp"
 
 namespace gpumem::serve {
 namespace {
@@ -75,6 +76,11 @@ TEST_F(WebConfigFile, RefusesMistakesWithAReason) {
       {"tls_server_config:\n  cert_file: a\n  key_file: b\n"
        "  client_auth_type: RequireAndVerifyClientCert\n",
        "needs client_ca_file"},
+      {"tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS13\n"
+       "  max_version: TLS12\n",
+       "min_version TLS13 is above max_version TLS12"},
+      {"tls_server_config:\n  cert_file: a\n  key_file: b\n  max_version: TLS11\n",
+       "min_version TLS12 (the default) is above max_version TLS11"},
       {"basic_auth_users:\n  alice: plaintext\n", "not a bcrypt hash"},
       {"basic_auth_users: [a, b]\n", "must be a mapping"},
       {"basic_auth_users:\n  alice: [\n", ""},  // not YAML
@@ -84,6 +90,31 @@ TEST_F(WebConfigFile, RefusesMistakesWithAReason) {
     EXPECT_NE(error_.find(why), std::string::npos) << text << " -> " << error_;
     EXPECT_NE(error_.find("web.yml"), std::string::npos) << error_;
   }
+}
+
+TEST_F(WebConfigFile, AcceptsEqualTlsVersions) {
+  auto config = load(
+      "tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS13\n"
+      "  max_version: TLS13\n");
+  ASSERT_TRUE(config) << error_;
+  EXPECT_EQ(config->tls->max_version, "TLS13");
+}
+
+TEST_F(WebConfigFile, NamesACertificateOrKeyThatCannotBeUsedAndWhy) {
+  TlsConfig tls;
+  tls.cert_file = dir_ / "missing.crt";
+  tls.key_file = dir_ / "missing.key";
+  std::string error;
+  EXPECT_FALSE(make_tls_context(tls, error));
+  EXPECT_EQ(error,
+            "cannot use the certificate " + tls.cert_file.string() + ": No such file or directory");
+  std::ofstream(dir_ / "garbage.crt") << "not a certificate\n";
+  tls.cert_file = dir_ / "garbage.crt";
+  error.clear();
+  EXPECT_FALSE(make_tls_context(tls, error));
+  EXPECT_TRUE(error.starts_with("cannot use the certificate " + tls.cert_file.string() + ": "))
+      << error;
+  EXPECT_EQ(error.find("asio.ssl error"), std::string::npos) << error;
 }
 
 TEST(BasicAuth, ParsesCredentials) {
@@ -114,6 +145,22 @@ TEST(BasicAuth, ChecksBcryptHashesOffTheCallersThread) {
   EXPECT_EQ(auth.quick_check(wrong), std::nullopt);  // failures are not remembered
   EXPECT_TRUE(BasicAuth::bcrypt_matches("s3cr3t", bcrypt("s3cr3t")));
   EXPECT_FALSE(BasicAuth::bcrypt_matches("s3cr3t", "$2b$04$invalid"));
+}
+
+TEST(BasicAuth, ANulDoesNotEndThePassword) {
+  const std::string hash = bcrypt("s3cr3t");
+  EXPECT_TRUE(BasicAuth::bcrypt_matches("s3cr3t", hash));
+  EXPECT_FALSE(BasicAuth::bcrypt_matches(std::string("s3cr3t\0anything", 15), hash));
+  EXPECT_FALSE(BasicAuth::bcrypt_matches(std::string("s3cr3t\0", 7), hash));
+  // The same through the header: "prometheus:s3cr3t\0anything".
+  BasicAuth auth({{"prometheus", hash}});
+  const std::string header = "Basic cHJvbWV0aGV1czpzM2NyM3QAYW55dGhpbmc=";
+  auto credentials = parse_basic_credentials(header);
+  ASSERT_TRUE(credentials);
+  EXPECT_EQ(credentials->second, std::string("s3cr3t\0anything", 15));
+  std::promise<bool> checked;
+  ASSERT_TRUE(auth.check(header, [&](bool allowed) { checked.set_value(allowed); }));
+  EXPECT_FALSE(checked.get_future().get());
 }
 
 }  // namespace

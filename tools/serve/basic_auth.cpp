@@ -53,6 +53,9 @@ std::optional<std::pair<std::string, std::string>> parse_basic_credentials(
 }
 
 bool BasicAuth::bcrypt_matches(const std::string& password, const std::string& hash) {
+  // crypt(3) reads a C string: a NUL would end the password there, and whatever follows it
+  // would be accepted. No password set with htpasswd contains one.
+  if (password.find('\0') != std::string::npos) return false;
   auto data = std::make_unique<crypt_data>();
   std::memset(data.get(), 0, sizeof *data);
   const char* result = ::crypt_r(password.c_str(), hash.c_str(), data.get());

@@ -35,7 +35,8 @@ class BasicAuth {
   // Runs the bcrypt check on the worker; `done` is called there. false when the queue is full.
   bool check(std::string_view authorization, Done done);
 
-  // Whether `password` matches the bcrypt `hash` (crypt(3), constant-time comparison).
+  // Whether `password` matches the bcrypt `hash` (crypt(3), constant-time comparison); never
+  // when it holds a NUL, which crypt(3) would take for its end.
   static bool bcrypt_matches(const std::string& password, const std::string& hash);
 
  private:

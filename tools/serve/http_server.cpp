@@ -9,6 +9,8 @@
 #include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/http.hpp>
 
+#include <sys/socket.h>
+
 #include <list>
 #include <optional>
 #include <tuple>
@@ -28,12 +30,31 @@ using boost::system::error_code;
 
 namespace {
 
-// What a connection is doing; eviction prefers idle, then fresh or reading ones.
+// What a connection is doing (make_room() says which give up their place first).
 enum class State { fresh, idle, reading, authenticating, writing, closing };
 
 constexpr std::chrono::milliseconds kLinger{1000};     // to drain a client before closing on it
 constexpr std::size_t kMaxLingerBytes = 1 << 20;       // and at most this much of it
 constexpr std::chrono::milliseconds kAcceptPause{50};  // when out of file descriptors
+// A response whose client has taken none of its bytes for this long is stuck (longer than
+// TCP's shortest retransmission timeout, 200 ms, so a lost packet alone does not make it so).
+constexpr std::chrono::milliseconds kStalled{250};
+
+// Whether the request line at the start of `head` ends in a well-formed HTTP-version,
+// "HTTP/" DIGIT "." DIGIT (RFC 9112 2.3), whatever its numbers: an unsupported version is then
+// answered 505, anything else malformed 400.
+bool names_a_version(std::string_view head) {
+  const std::size_t end = head.find("\r\n");
+  if (end == std::string_view::npos) return false;
+  const std::string_view line = head.substr(0, end);
+  const std::size_t first = line.find(' ');
+  const std::size_t last = line.rfind(' ');
+  if (first == std::string_view::npos || first == last) return false;
+  const std::string_view version = line.substr(last + 1);
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  return version.size() == 8 && version.starts_with("HTTP/") && digit(version[5]) &&
+         version[6] == '.' && digit(version[7]);
+}
 
 }  // namespace
 
@@ -43,7 +64,11 @@ class Connection {
   virtual void close_now() = 0;
 
   State state = State::fresh;
-  Clock::time_point since = Clock::now();
+  // When the exchange last moved: the connection was accepted, a request began or was answered,
+  // the client took bytes of a response.
+  Clock::time_point progress = Clock::now();
+  // Writing: its client sent more before reading this answer (pipelining, which scrapers do not).
+  bool ahead = false;
   std::string client;
   std::list<Connection*>::iterator position;
   bool registered = false;
@@ -106,6 +131,12 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   void close_now() override {
     if (closed_) return;
     closed_ = true;
+    // What the client sent and nobody read would make closing reset the connection, and a
+    // reset can destroy an answer still on its way: read it away first.
+    std::size_t drained = 0;
+    for (ssize_t got = 1; got > 0 && drained < kMaxLingerBytes; drained += std::size_t(got)) {
+      got = ::recv(socket().native_handle(), drain_, sizeof drain_, MSG_DONTWAIT);
+    }
     error_code ignored;
     socket().shutdown(tcp::socket::shutdown_both, ignored);
     socket().close(ignored);
@@ -116,9 +147,14 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
  private:
   tcp::socket& socket() { return beast::get_lowest_layer(stream_); }
 
+  // What the parser left in the buffer: on a failed request line, the whole of it.
+  std::string_view unparsed() const {
+    return {static_cast<const char*>(buffer_.data().data()), buffer_.size()};
+  }
+
   void enter(State next, std::chrono::milliseconds timeout) {
     state = next;
-    since = Clock::now();
+    progress = Clock::now();
     timed_out_ = false;
     timer_.expires_after(timeout);
     timer_.async_wait([self = this->shared_from_this()](error_code error) {
@@ -166,6 +202,9 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       if (error == http::error::header_limit || error == http::error::buffer_overflow) {
         return fail(http::status::request_header_fields_too_large);
       }
+      if (error == http::error::bad_version && names_a_version(unparsed())) {
+        return fail(http::status::http_version_not_supported);
+      }
       if (error.category() == http::make_error_code(http::error::end_of_stream).category() &&
           error != http::error::end_of_stream && error != http::error::partial_message) {
         return fail(http::status::bad_request);
@@ -181,6 +220,11 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     const http::verb method = request.method();
     if (method != http::verb::get && method != http::verb::head) {
       return fail(http::status::method_not_allowed, {{"Allow", "GET, HEAD"}});
+    }
+    // A transfer coding that does not end in chunked leaves the body's length unknown
+    // (RFC 9112 6.3): the request cannot be delimited, so it is malformed.
+    if (request.count(http::field::transfer_encoding) > 0 && !parser_->chunked()) {
+      return fail(http::status::bad_request);
     }
     const auto length = parser_->content_length();
     if ((length && *length > 0) || parser_->chunked()) {
@@ -247,11 +291,24 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     response_.content_length(body.size());
     if (!head) response_.body() = std::move(body);
     enter(State::writing, server_.limits.write_timeout);
-    http::async_write(stream_, response_,
-                      [self = this->shared_from_this(), keep_alive](error_code error, std::size_t) {
-                        if (error) return self->close_now();
-                        keep_alive ? self->wait_for_request(false) : self->finish();
-                      });
+    error_code ignored;
+    ahead = buffer_.size() > 0 || socket().available(ignored) > 0;
+    serializer_.emplace(response_);
+    write(keep_alive);
+  }
+
+  // Writes as much as the client takes at a time, so that `progress` tells a response being
+  // read from one nobody reads.
+  void write(bool keep_alive) {
+    http::async_write_some(
+        stream_, *serializer_,
+        [self = this->shared_from_this(), keep_alive](error_code error, std::size_t bytes) {
+          if (error || self->closed_) return self->close_now();
+          if (bytes > 0) self->progress = Clock::now();
+          if (!self->serializer_->is_done()) return self->write(keep_alive);
+          self->serializer_.reset();
+          keep_alive ? self->wait_for_request(false) : self->finish();
+        });
   }
 
   // Closes after the response: TLS says goodbye; plain TCP stops sending and reads what the
@@ -284,6 +341,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> parser_;
   http::response<http::string_body> response_;
+  std::optional<http::response_serializer<http::string_body>> serializer_;
   bool timed_out_ = false;
   bool closed_ = false;
   std::size_t drained_ = 0;
@@ -359,26 +417,48 @@ bool HttpServer::Impl::make_room(const std::string& client) {
   const auto count = per_client.find(client);
   const bool client_full =
       count != per_client.end() && count->second >= limits.max_connections_per_client;
-  // The client with the most connections gives one up (the newcomer's own when it is at its
-  // cap): its longest-idle kept-alive one first (a client retries on a fresh one), else its
-  // oldest that has not finished a request. Connections being answered are never closed.
-  auto rank = [](const Connection& c) {
-    return c.state == State::idle                                 ? 0
-           : c.state == State::fresh || c.state == State::reading ? 1
-                                                                  : 2;
+  const Clock::time_point now = Clock::now();
+  // How readily a connection gives up its place, lowest first; -1: never (a password check is
+  // running: a bounded queue's worth of them). A connection that has answered and is only
+  // saying goodbye costs nobody anything. Then what scrapers do not do: a response nobody reads,
+  // requests sent ahead of their answers. Then an idle kept-alive connection (its client retries
+  // on a new one), before a request not yet complete or not yet begun (a newcomer's, perhaps,
+  // even under a flood); last, a response being read.
+  auto rank = [now](const Connection& c) {
+    switch (c.state) {
+      case State::closing:
+        return 0;
+      case State::writing:
+        return c.ahead || now - c.progress >= kStalled ? 1 : 4;
+      case State::idle:
+        return 2;
+      case State::fresh:
+      case State::reading:
+        return 3;
+      case State::authenticating:
+        return -1;
+    }
+    return -1;
+  };
+  // Finished connections go first, whoever holds them. Otherwise the client with the most
+  // connections gives one up (the newcomer's own when it is at its cap), so that a flood from
+  // one address only ever displaces its own: of its connections, the lowest rank, then the one
+  // whose exchange has not moved for the longest.
+  using Key = std::tuple<int, std::ptrdiff_t, int, Clock::time_point>;
+  auto key = [&](const Connection& c, int r) {
+    if (r == 0) return Key{0, 0, 0, c.progress};
+    return Key{1, -static_cast<std::ptrdiff_t>(per_client.at(c.client)), r, c.progress};
   };
   Connection* victim = nullptr;
-  std::size_t victim_clients = 0;
+  Key victim_key{};
   for (Connection* connection : connections) {
     if (client_full && connection->client != client) continue;
-    if (rank(*connection) == 2) continue;
-    const std::size_t clients = per_client[connection->client];
-    const auto key =
-        std::tuple(-static_cast<std::ptrdiff_t>(clients), rank(*connection), connection->since);
-    if (victim == nullptr || key < std::tuple(-static_cast<std::ptrdiff_t>(victim_clients),
-                                              rank(*victim), victim->since)) {
+    const int r = rank(*connection);
+    if (r < 0) continue;
+    const Key k = key(*connection, r);
+    if (victim == nullptr || k < victim_key) {
       victim = connection;
-      victim_clients = clients;
+      victim_key = k;
     }
   }
   if (victim == nullptr) return false;
@@ -436,11 +516,14 @@ void HttpServer::Impl::accept() {
 
 std::unique_ptr<HttpServer> HttpServer::listen(const ListenAddress& address,
                                                const HttpLimits& limits, HttpHandler handler,
-                                               std::string& error, const WebConfig& web) {
+                                               ListenError& error, const WebConfig& web) {
   auto impl = std::make_unique<Impl>(limits, std::move(handler), web);
   if (web.tls) {
-    impl->tls = make_tls_context(*web.tls, error);
-    if (!impl->tls) return nullptr;
+    impl->tls = make_tls_context(*web.tls, error.message);
+    if (!impl->tls) {
+      error.kind = ListenError::configuration;
+      return nullptr;
+    }
   }
   if (!web.basic_auth_users.empty()) impl->auth = std::make_unique<BasicAuth>(web.basic_auth_users);
 
@@ -450,7 +533,8 @@ std::unique_ptr<HttpServer> HttpServer::listen(const ListenAddress& address,
   auto endpoints = resolver.resolve(
       address.host, address.port, tcp::resolver::passive | tcp::resolver::numeric_service, failure);
   if (failure || endpoints.empty()) {
-    error = "cannot listen on " + where + ": " + (failure ? failure.message() : "no address");
+    error = {ListenError::address,
+             "cannot listen on " + where + ": " + (failure ? failure.message() : "no address")};
     return nullptr;
   }
   for (const auto& entry : endpoints) {
@@ -465,7 +549,7 @@ std::unique_ptr<HttpServer> HttpServer::listen(const ListenAddress& address,
     if (!attempt) break;
   }
   if (failure) {
-    error = "cannot listen on " + where + ": " + failure.message();
+    error = {ListenError::address, "cannot listen on " + where + ": " + failure.message()};
     return nullptr;
   }
   const tcp::endpoint bound = impl->acceptor.local_endpoint(failure);

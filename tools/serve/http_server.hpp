@@ -1,9 +1,13 @@
 // The exporter's HTTP(S) server, on Boost.Beast and Boost.Asio: one thread, asynchronous
 // sockets, a deadline on every connection, so no client can hold up another.
 //
-// At the connection cap a new connection first takes the place of the longest-idle kept-alive
-// one, then of the oldest one still sending its request; only when every connection is busy
-// being answered is it refused, with a 503 it can read. Each client address has a cap of its own.
+// At the connection cap a new connection takes the place of one that has answered and is only
+// closing; else the client address with the most connections gives one up (the newcomer's own
+// when that address is at its cap): a stuck one (a response nobody reads, or requests sent ahead
+// of their answers), then an idle one, then an unfinished one, then one whose response is being
+// read; the one that has not moved for the longest first.
+// Only connections waiting for a password check are never closed; when those are all there
+// is, a newcomer is refused with a 503 it can read.
 #pragma once
 
 #include <atomic>
@@ -47,12 +51,20 @@ struct HttpStats {
   std::atomic<std::uint64_t> open_connections{0};
 };
 
+// Why listen() failed.
+struct ListenError {
+  // configuration: a certificate or key that cannot be used (the command exits 2, as for any
+  // invalid configuration); address: the address cannot be listened on (in use, not local).
+  enum Kind { none, configuration, address } kind = none;
+  std::string message;
+};
+
 class HttpServer {
  public:
   // Binds and listens, with TLS and basic authentication when `web` asks for them; nullptr
-  // with the reason in `error` on failure (an address in use, an unreadable certificate).
+  // with the reason in `error` on failure.
   static std::unique_ptr<HttpServer> listen(const ListenAddress& address, const HttpLimits& limits,
-                                            HttpHandler handler, std::string& error,
+                                            HttpHandler handler, ListenError& error,
                                             const WebConfig& web = {});
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;

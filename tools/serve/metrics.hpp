@@ -72,7 +72,8 @@ inline constexpr Family rejected_connections{
     "Connections answered 503 because too many were open (in all, or from one client)."};
 inline constexpr Family evicted_connections{
     "gpumem_exporter_evicted_connections_total", "counter",
-    "Idle or unfinished connections closed to make room for a new one."};
+    "Connections closed to make room for a new one (closing after their answer, idle, "
+    "unfinished, or writing an answer nobody reads)."};
 inline constexpr Family bad_requests{"gpumem_exporter_bad_requests_total", "counter",
                                      "Requests answered with an error or dropped on a timeout."};
 inline constexpr Family unauthorized_requests{

@@ -183,10 +183,13 @@ int run_serve(const ServeOptions& options) {
                         render_exposition(latest.snapshot ? *latest.snapshot : kNone, serving)};
   };
 
-  std::string error;
+  ListenError error;
   auto server = HttpServer::listen(*address, limits, handler, error, web);
   if (!server) {
-    std::cerr << "gpumem serve: " << error << "\n";
+    if (error.kind == ListenError::configuration) {
+      return usage_error("invalid --web.config.file: " + error.message);
+    }
+    std::cerr << "gpumem serve: " << error.message << "\n";
     return 1;
   }
   stats = &server->stats();
@@ -287,7 +290,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
       ->check(CLI::ExistingFile);
   command
       ->add_option("--max-connections", options->max_connections,
-                   "Open connections at most; idle ones make room first, then 503")
+                   "Open connections at most; finished, idle and stuck ones make room first")
       ->capture_default_str()
       ->check(CLI::Range(1, 65536));
   command

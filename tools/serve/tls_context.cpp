@@ -1,11 +1,34 @@
 #include "tls_context.hpp"
 
+#include <openssl/err.h>
 #include <openssl/ssl.h>
+
+#include <cstring>
 
 namespace gpumem::serve {
 namespace {
 
 namespace ssl = boost::asio::ssl;
+
+// OpenSSL's reason for a failure, in words: Asio says only "asio.ssl error" for the errors of
+// the system (a file that is missing or unreadable) and of some of OpenSSL's libraries.
+std::string reason(const boost::system::error_code& failure) {
+  std::string text = failure.message();
+  if (failure.category() == boost::asio::error::get_ssl_category()) {
+    const unsigned long code = static_cast<unsigned int>(failure.value());
+    if (ERR_SYSTEM_ERROR(code)) {
+      text = std::strerror(ERR_GET_REASON(code));
+    } else if (const char* words = ERR_reason_error_string(code)) {
+      text = words;
+    } else {
+      char buffer[256];
+      ERR_error_string_n(code, buffer, sizeof buffer);
+      text = buffer;
+    }
+  }
+  ERR_clear_error();  // the rest of the queue says the same in other words
+  return text;
+}
 
 int protocol_version(const std::string& name) {
   if (name == "TLS10") return TLS1_VERSION;
@@ -31,12 +54,12 @@ std::unique_ptr<ssl::context> make_tls_context(const TlsConfig& config, std::str
   }
   context->use_certificate_chain_file(config.cert_file.string(), failure);
   if (failure) {
-    error = "cannot use the certificate " + config.cert_file.string() + ": " + failure.message();
+    error = "cannot use the certificate " + config.cert_file.string() + ": " + reason(failure);
     return nullptr;
   }
   context->use_private_key_file(config.key_file.string(), ssl::context::pem, failure);
   if (failure) {
-    error = "cannot use the key " + config.key_file.string() + ": " + failure.message();
+    error = "cannot use the key " + config.key_file.string() + ": " + reason(failure);
     return nullptr;
   }
   if (SSL_CTX_check_private_key(native) != 1) {
@@ -46,8 +69,7 @@ std::unique_ptr<ssl::context> make_tls_context(const TlsConfig& config, std::str
   if (!config.client_ca_file.empty()) {
     context->load_verify_file(config.client_ca_file.string(), failure);
     if (failure) {
-      error =
-          "cannot use the client CA " + config.client_ca_file.string() + ": " + failure.message();
+      error = "cannot use the client CA " + config.client_ca_file.string() + ": " + reason(failure);
       return nullptr;
     }
   }

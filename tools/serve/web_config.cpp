@@ -60,12 +60,19 @@ TlsConfig parse_tls(const YAML::Node& node, const std::filesystem::path& base) {
   if (verifies && tls.client_ca_file.empty()) {
     throw ConfigError{"client_auth_type " + tls.client_auth_type + " needs client_ca_file"};
   }
+  // TLS10 < TLS11 < TLS12 < TLS13 as strings, as the versions they name.
   static const std::set<std::string, std::less<>> kVersions = {"TLS10", "TLS11", "TLS12", "TLS13"};
   for (auto [key, field] :
        {std::pair{"min_version", &tls.min_version}, std::pair{"max_version", &tls.max_version}}) {
     if (!node[key]) continue;
     *field = text(node[key], key);
     if (!kVersions.count(*field)) throw ConfigError{"invalid " + std::string(key)};
+  }
+  // Every handshake would fail: refused now rather than found out by the first scrape.
+  if (!tls.max_version.empty() && tls.min_version > tls.max_version) {
+    throw ConfigError{"min_version " + tls.min_version +
+                      (node["min_version"] ? "" : " (the default)") + " is above max_version " +
+                      tls.max_version};
   }
   // cipher_suites, prefer_server_cipher_suites and curve_preferences name Go's constants: the
   // defaults of OpenSSL (modern suites only from TLS 1.2 on) apply, so they are refused rather
