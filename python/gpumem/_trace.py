@@ -8,7 +8,7 @@ import warnings
 from collections import namedtuple
 from typing import Optional, Tuple
 
-from . import _framework, _native
+from . import _diagnosis, _framework, _native
 from ._attribution import AttributionSnapshot, _wrap
 
 TraceBytes = namedtuple(
@@ -42,7 +42,7 @@ def _warn_once_without_gpu(source: str) -> None:
     global _warned_no_gpu
     if source == "none" and not _warned_no_gpu:
         _warned_no_gpu = True
-        reason = _native.last_diagnostic() or "no GPU"
+        reason = _diagnosis.no_gpu_reason()
         warnings.warn(
             f"gpumem.GPUMemTrace: nothing can measure GPU memory here ({reason}); "
             "traces report zeros",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import _framework, _native
+from . import _diagnosis, _framework, _native
 
 MB = 2**20
 
@@ -51,6 +51,10 @@ def allocate(mb: float = 0, device: Optional[int] = None, *, nbytes: Optional[in
         raise ValueError(f"allocate: {device!r} names no GPU")
     allocation = _native.device_allocate(size, ordinal)
     if not allocation.valid:
-        reason = _native.last_diagnostic() or "the CUDA driver refused"
+        # Without a driver, the first cause (as GPUMemTrace's warning); else the refusal itself.
+        if _native.cuda_available():
+            reason = _native.last_diagnostic() or "the CUDA driver refused"
+        else:
+            reason = _diagnosis.no_gpu_reason()
         raise MemoryError(f"cannot allocate {size} bytes on the GPU: {reason}")
     return DeviceMemory(allocation)
