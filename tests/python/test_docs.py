@@ -50,3 +50,10 @@ def test_the_examples_run_and_print_what_they_show(sim):
     assert result["failures"] == [], "\n".join(result["failures"])
     assert sorted(result["ran"]) == sorted(PUBLIC)
     assert all(count > 0 for count in result["ran"].values()), result["ran"]
+
+
+def test_errors_name_values_as_the_docstrings_do():
+    # A device is a "GPU id" in errors as in the docstrings.
+    with pytest.raises(ValueError, match=r"^allocate: GPU id 'cpu' names no GPU$"):
+        gpumem.testing.allocate(1, device="cpu")
+    assert "GPU ``id``" in gpumem.gpu_mem_get.__doc__
