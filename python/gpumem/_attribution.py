@@ -46,7 +46,21 @@ class AttributionSnapshot:
     gpumem.attribution/1 document that ``to_json()`` writes (docs/attribution.md): ``blocks``
     is a list of dicts (``address``, ``bytes``, ``kind``, ``age_s``, ``stack``, ``pid``),
     largest first; ``stacks`` lists each stack as frame dicts (``function``, ``file``,
-    ``line``, ``module``, ``address``, ``language``), innermost first."""
+    ``line``, ``module``, ``address``, ``language``), innermost first.
+
+    Example: who held the memory at a trace's peak::
+
+        >>> from gpumem.testing import allocate
+        >>> def load_weights():
+        ...     return allocate(30)
+        >>> mtrace = gpumem.GPUMemTrace(attribute=True, on_exit_report=False)
+        >>> weights = load_weights()
+        >>> snapshot = mtrace.peak_snapshot()
+        >>> snapshot.what, snapshot.live_bytes // 2**20, snapshot.top_function()
+        ('peak', 30, 'load_weights')
+        >>> weights.free()
+        >>> mtrace.stop()
+    """
 
     def __init__(self, native: Any) -> None:
         self._native = native
@@ -182,7 +196,21 @@ def last_oom() -> Optional[AttributionSnapshot]:
     """The last allocation of this process that failed with out-of-memory while gpumem's exact
     source was subscribed (a trace running, or attribution on), or None. Its blocks and stacks
     are there where attribution was on (``GPUMemTrace(attribute=True)``, GPUMEM_ATTRIBUTE=1);
-    otherwise it holds the failed request and the device's memory."""
+    otherwise it holds the failed request and the device's memory.
+
+    Example: a request larger than the GPU::
+
+        >>> from gpumem.testing import allocate
+        >>> with gpumem.GPUMemTrace(on_exit_report=False):
+        ...     try:
+        ...         allocate(2**30)
+        ...     except MemoryError:
+        ...         oom = gpumem.last_oom()
+        >>> oom.what, oom.failure["bytes"] == 2**30 * 2**20
+        ('oom', True)
+        >>> print(oom.describe()[0])  # doctest: +ELLIPSIS
+        gpumem: out of memory: 1073741824.0 MB requested on GPU 0 (CUDA_ERROR_OUT_OF_MEMORY), ...
+    """
     try:
         return _wrap(_native.last_oom())
     except (RuntimeError, MemoryError):

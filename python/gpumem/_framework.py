@@ -11,7 +11,7 @@ import operator
 import sys
 from typing import Any, Optional
 
-from . import _native
+from . import _diagnosis, _native
 
 _hook_id: Optional[int] = None
 
@@ -61,7 +61,7 @@ def _invalid(id: object, why: str) -> None:
     shown = repr(id)
     if len(shown) > 60:
         shown = shown[:57] + "..."
-    _native.note_diagnostic(f"GPU id {shown}: {why}; zeros returned")
+    _native.note_diagnostic(f"{_diagnosis.ID_NOTE}{shown}: {why}; zeros returned")
 
 
 def _cuda_index(kind: object, index: object, id: object) -> Optional[int]:

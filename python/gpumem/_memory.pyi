@@ -1,3 +1,4 @@
+# Types only: the docstrings, with their examples, are the runtime modules' (help() shows them).
 from typing import Any, List, NamedTuple, Optional, Tuple
 
 from ._native import GpuHandle as GpuHandle
@@ -12,8 +13,6 @@ class _GPUMemoryFields(NamedTuple):
     used: int
 
 class GPUMemory(_GPUMemoryFields):
-    """Memory of one GPU in MB: fastai.utils.mem's namedtuple (total, free, used)."""
-
     reserved: int
     def __new__(cls, total: int, free: int, used: int, reserved: int = 0) -> GPUMemory: ...
 

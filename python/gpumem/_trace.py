@@ -8,7 +8,7 @@ import warnings
 from collections import namedtuple
 from typing import Optional, Tuple
 
-from . import _framework, _native
+from . import _diagnosis, _framework, _native
 from ._attribution import AttributionSnapshot, _wrap
 
 TraceBytes = namedtuple(
@@ -24,7 +24,16 @@ TraceBytes.__doc__ = (
     "(what the driver holds for this process, context included: the exact source) or 'device "
     "used' (NVML's total - free, every process: the sampled source); `covers` names the parts "
     "of a footprint they account for, `description` says it in words with what it may miss, and "
-    "the device_used_* fields give the device's used memory beside them."
+    "the device_used_* fields give the device's used memory beside them.\n"
+    "\n"
+    "Example::\n"
+    "\n"
+    "    >>> from gpumem.testing import allocate\n"
+    "    >>> mtrace = gpumem.GPUMemTrace(on_exit_report=False)\n"
+    "    >>> allocate(1).free()\n"
+    "    >>> readings = mtrace.data_bytes()\n"
+    "    >>> readings.source, readings.quantity, readings.peak - readings.start\n"
+    "    ('exact', 'process footprint', 1048576)\n"
 )
 
 _warned_no_gpu = False
@@ -42,7 +51,7 @@ def _warn_once_without_gpu(source: str) -> None:
     global _warned_no_gpu
     if source == "none" and not _warned_no_gpu:
         _warned_no_gpu = True
-        reason = _native.last_diagnostic() or "no GPU"
+        reason = _diagnosis.no_gpu_reason()
         warnings.warn(
             f"gpumem.GPUMemTrace: nothing can measure GPU memory here ({reason}); "
             "traces report zeros",
@@ -122,6 +131,23 @@ class GPUMemTrace:
     (empty the frameworks' caches before measuring the endpoints, as fastai.utils.mem does;
     default True) and ``attribute`` (keep the blocks live at the peak with the stacks that
     allocated them, Python frames included: ``peak_snapshot()``; default False).
+
+    Example: 100 MB held inside the block and freed before it ends, then fastai.utils.mem's
+    loop with ``report_n_reset``::
+
+        >>> from gpumem.testing import allocate
+        >>> with gpumem.GPUMemTrace(ctx="load") as mtrace:
+        ...     allocate(100).free()
+        △Used Peaked MB:      0    100 (load: exit)
+        >>> mtrace.data()
+        (0, 100)
+        >>> mtrace = gpumem.GPUMemTrace()
+        >>> for i in (1, 2):
+        ...     allocate(10 * i).free()
+        ...     mtrace.report_n_reset(f"i={i}")
+        △Used Peaked MB:      0     10 (i=1)
+        △Used Peaked MB:      0     20 (i=2)
+        >>> mtrace.stop()
     """
 
     silent = _SilentAttribute()
@@ -281,7 +307,17 @@ class GPUMemTrace:
 def gpu_mem_trace(func):
     """Decorator: traces each call of ``func`` and reports ``(qualname: exit)`` when it returns
     or raises, e.g. ``(my_function: exit)``, ``(Class.method: exit)``. Works on functions,
-    methods, static and class methods (either decorator order) and coroutine functions."""
+    methods, static and class methods (either decorator order) and coroutine functions.
+
+    Example::
+
+        >>> from gpumem.testing import allocate
+        >>> @gpumem.gpu_mem_trace
+        ... def load():
+        ...     allocate(50).free()
+        >>> load()
+        △Used Peaked MB:      0     50 (load: exit)
+    """
     if isinstance(func, (staticmethod, classmethod)):
         return type(func)(gpu_mem_trace(func.__func__))
     ctx = func.__qualname__

@@ -1,10 +1,9 @@
+# Types only: the docstrings, with their examples, are the runtime modules' (help() shows them).
 from typing import Any, Callable, NamedTuple, Optional, Tuple, TypeVar, overload
 
 from ._attribution import AttributionSnapshot
 
 class TraceBytes(NamedTuple):
-    """A trace's readings in bytes."""
-
     source: str
     device: int
     start: int

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import _framework, _native
+from . import _diagnosis, _framework, _native
 
 MB = 2**20
 
@@ -42,15 +42,29 @@ def allocate(mb: float = 0, device: Optional[int] = None, *, nbytes: Optional[in
     """Allocates ``mb`` MB (2**20 bytes), or exactly ``nbytes`` bytes, on GPU ``device`` (any id
     ``gpu_mem_get`` takes; ``None``: the current device) with ``cuMemAlloc``, making the
     device's primary context current. Raises MemoryError when the driver refuses (out of memory,
-    no GPU), ValueError for an id that names no GPU."""
+    no GPU), ValueError for an id that names no GPU.
+
+    Example::
+
+        >>> from gpumem.testing import allocate
+        >>> with allocate(64, device=1) as block:
+        ...     gpumem.gpu_mem_get(1).used
+        320
+        >>> block
+        DeviceMemory(67108864 bytes on device 1, freed)
+    """
     size = int(nbytes) if nbytes is not None else int(mb * MB)
     if size <= 0:
         raise ValueError("allocate needs a positive size")
     ordinal = _framework.resolve_device(device)
     if ordinal is None:
-        raise ValueError(f"allocate: {device!r} names no GPU")
+        raise ValueError(f"allocate: GPU id {device!r} names no GPU")
     allocation = _native.device_allocate(size, ordinal)
     if not allocation.valid:
-        reason = _native.last_diagnostic() or "the CUDA driver refused"
+        # Without a driver, the first cause (as GPUMemTrace's warning); else the refusal itself.
+        if _native.cuda_available():
+            reason = _native.last_diagnostic() or "the CUDA driver refused"
+        else:
+            reason = _diagnosis.no_gpu_reason()
         raise MemoryError(f"cannot allocate {size} bytes on the GPU: {reason}")
     return DeviceMemory(allocation)

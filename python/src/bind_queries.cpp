@@ -67,7 +67,15 @@ void bind_queries(py::module_& module) {
   module.def("preload", &preload, release());
 
   py::class_<GpuHandle>(module, "GpuHandle",
-                        "A device resolved once, for repeated cheap reads of its used memory.")
+                        "A GPU resolved once (``gpumem.gpu_handle(id)``), for repeated cheap\n"
+                        "reads of its used MB with ``gpumem.gpu_mem_get_used_fast``. ``ordinal``\n"
+                        "is its CUDA ordinal; ``GpuHandle()`` is invalid and reads 0.\n\n"
+                        "Example::\n\n"
+                        "    >>> handle = gpumem.gpu_handle(\"cuda:1\")\n"
+                        "    >>> handle.valid, handle.ordinal\n"
+                        "    (True, 1)\n"
+                        "    >>> gpumem.GpuHandle()\n"
+                        "    GpuHandle(invalid)\n")
       .def(py::init<>(), "An invalid handle: reads give 0.")
       .def_property_readonly("valid", &GpuHandle::valid)
       .def_property_readonly("ordinal", &GpuHandle::ordinal)

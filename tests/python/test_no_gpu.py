@@ -57,5 +57,43 @@ def test_no_gpu_gives_zeros_and_never_raises(sim, environment, source):
         assert result["categories"] == ["RuntimeWarning"]  # once per process
         assert "traces report zeros" in result["warnings"][0]
     assert result["diagnostics"]
-    assert result["refused"].startswith("cannot allocate")
+    assert result["refused"].startswith("cannot allocate 1048576 bytes on the GPU: ")
     assert result.lines == [line(0, 0, " (exit)"), line(0, 0, " (again: sub)")]
+
+
+NO_LIBRARIES = {"GPUMEM_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so.1",
+                "GPUMEM_CUDA_LIBRARY": "/nonexistent/libcuda.so.1",
+                "GPUMEM_CUPTI_LIBRARY": "/nonexistent/libcupti.so.13"}
+
+FIRST_CAUSE_SCRIPT = """
+import sys, warnings
+warnings.simplefilter("always")
+import gpumem
+from gpumem.testing import allocate
+for id in sys.argv[1:]:
+    gpumem.gpu_mem_get(id)  # an id that names no GPU: a note about the call, not a cause
+with warnings.catch_warnings(record=True) as caught:
+    gpumem.GPUMemTrace(on_exit_report=False)
+try:
+    allocate(1)
+except MemoryError as error:
+    refused = str(error)
+emit(warnings=[str(w.message) for w in caught], diagnostics=gpumem.diagnostics(),
+     refused=refused)
+"""
+
+
+@pytest.mark.parametrize("ids", [[], ["cpu"]], ids=["alone", "after-an-id-that-names-no-GPU"])
+def test_without_a_driver_the_warning_names_the_first_cause(sim, ids):
+    # The driver's libraries fail first; CUPTI, loaded last, is not the reason nothing measures.
+    result = sim.run(FIRST_CAUSE_SCRIPT.replace("sys.argv[1:]", repr(ids)), **NO_LIBRARIES)
+    causes = [d for d in result["diagnostics"] if not d.startswith("GPU id ")]
+    assert causes[0].startswith(("CUDA driver not found (/nonexistent/libcuda.so.1",
+                                 "NVML not found (/nonexistent/libnvidia-ml.so.1"))
+    assert any(d.startswith("CUPTI not found") for d in causes)
+    if ids:
+        assert result["diagnostics"][0] == "GPU id 'cpu': not a CUDA device; zeros returned"
+    assert result["warnings"] == [
+        f"gpumem.GPUMemTrace: nothing can measure GPU memory here ({causes[0]}); "
+        "traces report zeros"]
+    assert result["refused"] == f"cannot allocate 1048576 bytes on the GPU: {causes[0]}"
