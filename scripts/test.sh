@@ -2,7 +2,8 @@
 # Sets up and runs every test: the C++ and Python suites on the simulated GPU (with the consumer
 # projects and the one-engine test of tests/package), the .deb unpacked and run, the Python package
 # as users get it, then the C++ suites again under AddressSanitizer+UBSan and under
-# ThreadSanitizer; warnings as errors with g++ and clang; the links of README.md and docs/.
+# ThreadSanitizer (with the stress harness); warnings as errors with g++ and clang, and every
+# source compiled on its own; the links of README.md and docs/.
 # At the end it prints what each stage took.
 #
 # usage: scripts/test.sh                 everything (what CI runs: .ci/run)
@@ -29,6 +30,11 @@ START=$SECONDS
 RUNNING="" RUNNING_SINCE=0  # the stage under way, if any
 report_times() {
   local status=$?
+  # A stage running in the background does not outlive a failure.
+  if [ -n "${PYTHON_PID:-}" ]; then
+    pkill -P "$PYTHON_PID" 2>/dev/null || true
+    kill "$PYTHON_PID" 2>/dev/null || true
+  fi
   [ -z "$RUNNING" ] || STAGES+=("$(printf '%-60s %5d s  FAILED' "$RUNNING" $((SECONDS - RUNNING_SINCE)))")
   ((${#STAGES[@]})) || return 0
   echo
@@ -72,7 +78,6 @@ stage "links (README.md, docs/*.md)" /usr/bin/python3 scripts/check_links.py
 # once, in ThreadSanitizer's tree, where the slowest timing makes the widest windows.
 stage "tests ($BUILD/)" ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" -LE stress
 stage "the .deb (cpack, dpkg -x, gpumem list and run from it)" tests/package/package_deb.sh "$BUILD"
-stage "the Python package (isolated build, twine, fresh venv, mypy)" scripts/python_package.sh
 
 # Another tree: its build log in <dir>.log, shown when the build fails.
 tree() {  # build-dir, cmake arguments…; then the targets after --
@@ -86,33 +91,61 @@ tree() {  # build-dir, cmake arguments…; then the targets after --
     cmake --build "$dir" -j "$JOBS" "${targets[@]}" >>"$dir.log" 2>&1 || { tail -n 40 "$dir.log"; exit 1; }
 }
 
-# Sanitizers. The Prometheus, Python and reliability tests run in build/ only: the last measures
-# latencies. ThreadSanitizer's tree is also the one built without the unity build: every source
-# compiles alone, as in a user's plain configure.
+# The Python package as users get it, alongside the AddressSanitizer stage: much of it waits on
+# the package index, a single-threaded pytest and mypy, which leave the build's cores free.
+PYTHON_OUT=$BUILD/python-package.out
+(
+  began=$SECONDS
+  scripts/python_package.sh
+  echo "$((SECONDS - began))" >"$PYTHON_OUT.seconds"
+) >"$PYTHON_OUT" 2>&1 &
+PYTHON_PID=$!
+
+# Sanitizers, then Release trees; warnings are errors in all of them (never in users' builds).
+# The Prometheus, Python and reliability tests run in build/ only: the last measures latencies.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-sanitized() {  # build-dir, sanitizers, unity (ON/OFF), ctest arguments…
-  local dir=$1 sanitize=$2 unity=$3
-  shift 3
+sanitized() {  # build-dir, sanitizers, cmake arguments…, then -- and ctest arguments
+  local dir=$1 sanitize=$2
+  shift 2
+  local args=()
+  while (($#)) && [ "$1" != -- ]; do args+=("$1"); shift; done
+  (($#)) && shift
   tree "$dir" -DCMAKE_BUILD_TYPE=Debug -DGPUMEM_SANITIZE="$sanitize" "${GPUMEM_BUILD_FLAGS[@]}" \
-    -DCMAKE_UNITY_BUILD="$unity" -DGPUMEM_BUILD_BENCH=OFF -DGPUMEM_BUILD_PYTHON=OFF
+    -DGPUMEM_BUILD_PYTHON=OFF "${args[@]}"
   ctest --test-dir "$dir" --output-on-failure -j "$JOBS" -E "prometheus|python|reliability" "$@"
 }
+# The benchmarks are built here (not run), for their warnings.
 stage "tests under -fsanitize=address,undefined (build-asan/)" \
-  sanitized build-asan address,undefined ON -LE stress
-stage "tests under -fsanitize=thread, each source alone, and the stress harness (build-tsan/)" \
-  sanitized build-tsan thread OFF
+  sanitized build-asan address,undefined -DGPUMEM_BUILD_BENCH=ON -- -LE stress
 
-# Warnings as errors, never in users' builds: the sanitizer trees above (Debug) and these Release
-# trees. g++ builds everything (the benchmarks and the Python extension too, which the sanitizer
-# trees leave out); clang++ the library, the command and the examples.
-release() {  # build-dir, C compiler, C++ compiler, targets…
+python_package() {
+  local status=0
+  wait "$PYTHON_PID" || status=$?
+  cat "$PYTHON_OUT"
+  [ -s "$PYTHON_OUT.seconds" ] && echo "(it took $(cat "$PYTHON_OUT.seconds") s, alongside the stage before)"
+  return $status
+}
+stage "the Python package (isolated build, twine, fresh venv, mypy)" python_package
+
+# The stress harness (label stress: the multi-process runs, again and again under CPU load) runs
+# once, here, where the slowest timing makes the widest windows.
+stage "tests under -fsanitize=thread, and the stress harness (build-tsan/)" \
+  sanitized build-tsan thread -DGPUMEM_BUILD_BENCH=OFF
+
+release() {  # build-dir, C compiler, C++ compiler, cmake arguments…, then -- and the targets
   local dir=$1 cc=$2 cxx=$3
   shift 3
   tree "$dir" -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release \
-    "${GPUMEM_BUILD_FLAGS[@]}" -- "$@"
-  echo "$cxx: ${*:-everything} build warning-free in Release"
+    "${GPUMEM_BUILD_FLAGS[@]}" "$@"
+  echo "$cxx: built warning-free in Release"
 }
-stage "Release with g++, warnings as errors (build-release/)" release build-release gcc g++
-stage "Release with clang++, warnings as errors (build-clang/)" \
-  release build-clang clang clang++ gpumem gpumem_static gpumem_cli gpumem_sim seed_examples
+# g++ at -O3 (whose warnings differ): what users build, the Python extension and the CLI's tests.
+stage "Release with g++, warnings as errors (build-release/)" \
+  release build-release gcc g++ -- gpumem gpumem_static gpumem_cli gpumem_sim seed_examples \
+  gpumem_native gpumem_cli_tests
+# clang++, as a user's plain configure builds: every source compiled on its own (no unity build),
+# so a source that leans on another's includes fails here.
+stage "Release with clang++, each source alone (build-clang/)" \
+  release build-clang clang clang++ -DCMAKE_UNITY_BUILD=OFF -- gpumem gpumem_static gpumem_cli \
+  gpumem_sim seed_examples gpumem_native
