@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -301,6 +302,129 @@ TEST(ReportCombine, RunsSharingAGpuAreSummedAndSaySo) {
   EXPECT_EQ(report.ranks[*report.devices[0].top_rank].rank, 1);
   EXPECT_EQ(report.mode, "exact");
   EXPECT_TRUE(report.warnings.empty());
+}
+
+// A run on the shared GPU "GPU-1" (an H200) from `start` to `end` (Unix seconds), its rank
+// holding `peak` MiB.
+cli::RunFile timed_run(const std::string& path, int rank, std::int64_t peak, double start,
+                       double end) {
+  cli::RunFile run =
+      run_file(path, "n", "exact", {{rank, 0, "NVIDIA H200", "GPU-1", 100, mib(peak)}},
+               {{rank, rank, rank, "GPU-1", mib(peak), "exact"}});
+  run.start_unix_s = start;
+  run.end_unix_s = end;
+  return run;
+}
+
+std::string maximum_line(const cli::JobReport& report) {
+  const std::string text = cli::report_text(report);
+  const std::size_t start = text.find("job maximum: ");
+  return text.substr(start, text.find('\n', start) - start);
+}
+
+TEST(ReportTime, RunsOneAfterTheOtherOnAGpuGiveTheHighestPeak) {
+  const cli::JobReport report = cli::combine_runs(
+      {timed_run("a", 0, 30, 1000.0, 1010.0), timed_run("b", 1, 50, 1020.0, 1030.0)});
+  ASSERT_EQ(report.devices.size(), 1u);
+  EXPECT_EQ(report.devices[0].peak_bytes, mib(50));
+  EXPECT_EQ(report.devices[0].combined, cli::JobDevice::Combined::highest);
+  EXPECT_EQ(report.devices[0].runs_summed, 1);
+  EXPECT_EQ(maximum_line(report),
+            "job maximum: 50.0 MiB process footprint on n, GPU 0 (NVIDIA H200), rank 1 (local 1) "
+            "(the highest of 2 runs that did not overlap)");
+  EXPECT_EQ(cli::report_json(report)["maximum"]["combined"], "highest");
+}
+
+TEST(ReportTime, OverlappingRunsOnAGpuAreSummed) {
+  const cli::JobReport report = cli::combine_runs(
+      {timed_run("a", 0, 30, 1000.0, 1010.0), timed_run("b", 1, 50, 1005.0, 1015.0)});
+  EXPECT_EQ(report.devices[0].peak_bytes, mib(80));
+  EXPECT_EQ(report.devices[0].combined, cli::JobDevice::Combined::sum);
+  EXPECT_EQ(report.devices[0].runs_summed, 2);
+  EXPECT_EQ(maximum_line(report),
+            "job maximum: 80.0 MiB process footprint on n, GPU 0 (NVIDIA H200), rank 1 (local 1) "
+            "(the sum of 2 overlapping runs' peaks: an upper bound, their peaks need not have "
+            "coincided)");
+  EXPECT_NE(cli::report_text(report).find("80.0 MiB (sum)"), std::string::npos);
+}
+
+TEST(ReportTime, ThreeRunsOverlappingInPartsGiveTheSweepsHighestSum) {
+  // a and b overlap (80 MiB), b and c overlap (90 MiB); a and c never run together, so the sum
+  // of all three (120 MiB) never happened.
+  const cli::JobReport report = cli::combine_runs({timed_run("a", 0, 30, 1000.0, 1010.0),
+                                                   timed_run("b", 1, 50, 1005.0, 1015.0),
+                                                   timed_run("c", 2, 40, 1012.0, 1020.0)});
+  EXPECT_EQ(report.devices[0].peak_bytes, mib(90));
+  EXPECT_EQ(report.devices[0].runs_using, 3);
+  EXPECT_EQ(report.devices[0].runs_summed, 2);
+  EXPECT_EQ(maximum_line(report),
+            "job maximum: 90.0 MiB process footprint on n, GPU 0 (NVIDIA H200), rank 1 (local 1) "
+            "(the sum of the peaks of 2 of 3 runs that overlapped: an upper bound, their peaks "
+            "need not have coincided)");
+  const auto json = cli::report_json(report);
+  EXPECT_EQ(json["devices"][0]["peak_bytes"], mib(90));
+  EXPECT_EQ(json["devices"][0]["combined"], "sum");
+  EXPECT_EQ(json["devices"][0]["runs_summed"], 2);
+}
+
+TEST(ReportTime, FilesWithoutTimesAreSummedAndSayTheOverlapIsUnknown) {
+  cli::RunFile old = timed_run("b", 1, 50, 0, 0);
+  old.start_unix_s.reset();
+  old.end_unix_s.reset();
+  const cli::JobReport report = cli::combine_runs({timed_run("a", 0, 30, 1000.0, 1010.0), old});
+  EXPECT_EQ(report.devices[0].peak_bytes, mib(80));
+  EXPECT_EQ(report.devices[0].combined, cli::JobDevice::Combined::overlap_unknown);
+  EXPECT_EQ(maximum_line(report),
+            "job maximum: 80.0 MiB process footprint on n, GPU 0 (NVIDIA H200), rank 1 (local 1) "
+            "(the sum of 2 runs' peaks on it: whether they overlapped is unknown, a run file has "
+            "no times)");
+}
+
+TEST(ReportTime, RunFilesCarryTheirTimesAndOldOnesReadWithout) {
+  const std::string document =
+      R"({"schema": "gpumem.run/1", "command": ["x"], "exit_code": 0, "elapsed_s": 1.5,
+          "interval_s": 0.01, "mode": "exact", "devices": [])";
+  std::string error;
+  const auto old = cli::parse_run_file(document + "}", "old.json", &error);
+  ASSERT_TRUE(old) << error;
+  EXPECT_FALSE(old->start_unix_s);
+  const auto timed = cli::parse_run_file(
+      document + R"(, "start_unix_s": 1764650000.25, "end_unix_s": 1764650001.75})", "new.json",
+      &error);
+  ASSERT_TRUE(timed) << error;
+  EXPECT_EQ(*timed->start_unix_s, 1764650000.25);
+  EXPECT_EQ(*timed->end_unix_s, 1764650001.75);
+  EXPECT_FALSE(cli::parse_run_file(document + R"(, "start_unix_s": 5})", "half.json", &error));
+  EXPECT_EQ(error, "half.json: end_unix_s: missing");
+  EXPECT_FALSE(cli::parse_run_file(document + R"(, "start_unix_s": 5, "end_unix_s": 4})",
+                                   "back.json", &error));
+  EXPECT_EQ(error, "back.json: end_unix_s: before start_unix_s");
+}
+
+TEST(ReportTime, TwoRunsOneAfterTheOtherOnTheSimulatedGpu) {
+  SimGpu gpu;
+  const std::string folder = temporary_folder();
+  for (const char* step : {"30", "50"}) {
+    const CommandResult run =
+        run_command({gpumem_binary(), "run", "--host", "node-1", "--json",
+                     folder + "/run-" + step + ".json", "--", sim_tool(), "workload",
+                     std::string("alloc a ") + step + "MiB; sleep 100ms; free a"});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+  }
+  const auto first = nlohmann::json::parse(read_file(folder + "/run-30.json"));
+  const auto second = nlohmann::json::parse(read_file(folder + "/run-50.json"));
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_GT(first["start_unix_s"].get<double>(), now - 60);
+  EXPECT_GE(first["end_unix_s"].get<double>() - first["start_unix_s"].get<double>(), 0.1);
+  EXPECT_LT(first["end_unix_s"].get<double>(), second["start_unix_s"].get<double>());
+  const CommandResult report =
+      run_command({gpumem_binary(), "report", folder + "/run-30.json", folder + "/run-50.json"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("\njob maximum: 50.0 MiB process footprint on node-1, GPU 0 (NVIDIA "
+                            "H200) (the highest of 2 runs that did not overlap)\n"),
+            std::string::npos)
+      << report.out;
 }
 
 TEST(ReportCombine, DevicesWithoutUuidsAreKeptApartByNodeAndModesCombine) {

@@ -146,9 +146,15 @@ TEST_F(Counters, AttachmentsAreRecordedWithTheirReason) {
   EXPECT_EQ(counters.records[0].state.load(), kAttachedExact);
   EXPECT_EQ(counters.records[1].state.load(), kAttachedFallback);
   EXPECT_STREQ(counters.records[1].reason, "CUPTI is held by another tool");
-  record_attach(counters, 102, 7, kAttachedFallback,
-                std::string(1000, 'x'));  // truncated, terminated
-  EXPECT_EQ(std::string(counters.records[2].reason).size(), sizeof counters.records[2].reason - 1);
+  // A long reason (a CUPTI error's name alone is 50 characters) is kept whole: the summary
+  // wraps it rather than cutting it.
+  const std::string long_reason(300, 'y');
+  record_attach(counters, 102, 7, kAttachedFallback, long_reason);
+  EXPECT_EQ(std::string(counters.records[2].reason), long_reason);
+  record_attach(counters, 103, 7, kAttachedFallback,
+                std::string(5000, 'x'));  // beyond any reason gpumem writes: cut, terminated
+  EXPECT_EQ(std::string(counters.records[3].reason).size(), sizeof counters.records[3].reason - 1);
+  EXPECT_EQ(sizeof counters.records[3].reason, 1024u);
 }
 
 TEST_F(Counters, AForeignOrMissingFileIsRefusedWithAReason) {

@@ -35,7 +35,76 @@ const RunFileDevice* find_device(const RunFile& run, const RunFileRank& rank) {
   return nullptr;
 }
 
+// One run's peak on a device, and when the run ran (unknown in older files).
+struct Usage {
+  std::int64_t peak = 0;
+  std::optional<double> start, end;
+};
+
+// A device's figure from the runs that used it: a sweep over their time spans, the highest sum
+// of the peaks of the runs alive at one moment (a span that ends when another starts counts as
+// overlapping it: the bound stays on the safe side).
+void combine_usages(JobDevice& device, const std::vector<Usage>& usages) {
+  device.runs_using = static_cast<int>(usages.size());
+  device.peak_bytes = 0;
+  device.runs_summed = 0;
+  if (usages.empty()) return;
+  if (usages.size() == 1) {
+    device.combined = JobDevice::Combined::one;
+    device.peak_bytes = usages.front().peak;
+    device.runs_summed = 1;
+    return;
+  }
+  const bool timed = std::all_of(usages.begin(), usages.end(),
+                                 [](const Usage& usage) { return usage.start && usage.end; });
+  if (!timed) {
+    device.combined = JobDevice::Combined::overlap_unknown;
+    for (const Usage& usage : usages) device.peak_bytes += usage.peak;
+    device.runs_summed = device.runs_using;
+    return;
+  }
+  struct Event {
+    double time;
+    bool start;
+    std::int64_t peak;
+  };
+  std::vector<Event> events;
+  for (const Usage& usage : usages) {
+    events.push_back({*usage.start, true, usage.peak});
+    events.push_back({*usage.end, false, usage.peak});
+  }
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    return a.time != b.time ? a.time < b.time : a.start > b.start;  // starts first
+  });
+  std::int64_t level = 0;
+  int alive = 0;
+  for (const Event& event : events) {
+    level += event.start ? event.peak : -event.peak;
+    alive += event.start ? 1 : -1;
+    if (event.start && level > device.peak_bytes) {
+      device.peak_bytes = level;
+      device.runs_summed = alive;
+    }
+  }
+  device.combined =
+      device.runs_summed > 1 ? JobDevice::Combined::sum : JobDevice::Combined::highest;
+}
+
 }  // namespace
+
+const char* to_string(JobDevice::Combined combined) {
+  switch (combined) {
+    case JobDevice::Combined::one:
+      return "one_run";
+    case JobDevice::Combined::highest:
+      return "highest";
+    case JobDevice::Combined::sum:
+      return "sum";
+    case JobDevice::Combined::overlap_unknown:
+      return "sum_overlap_unknown";
+  }
+  return "?";
+}
 
 std::string rank_label(const std::optional<int>& rank, const std::optional<int>& local_rank) {
   if (!rank) return local_rank ? "local rank " + std::to_string(*local_rank) : "no rank";
@@ -48,27 +117,33 @@ JobReport combine_runs(const std::vector<RunFile>& runs) {
   JobReport report;
   std::vector<std::string> modes;
   std::map<std::string, std::size_t> device_index;
+  std::vector<std::vector<Usage>> usages;  // per device
   for (const RunFile& run : runs) {
     const std::string node = node_of(run);
-    report.inputs.push_back(
-        {run.path, node, run.mode, run.gpumem_rank, run.exit_code, run.elapsed_s});
+    report.inputs.push_back({run.path, node, run.mode, run.gpumem_rank, run.exit_code,
+                             run.elapsed_s, run.start_unix_s, run.end_unix_s});
     modes.push_back(run.mode);
     for (const RunFileDevice& device : run.devices) {
       const std::string key = device_key(node, device);
       auto [at, added] = device_index.emplace(key, report.devices.size());
       if (added) {
-        report.devices.push_back({key, device.uuid, node, device.nvml_index, device.device,
-                                  device.name, device.total_bytes, 0, 0, std::nullopt});
+        JobDevice added_device;
+        added_device.key = key;
+        added_device.uuid = device.uuid;
+        added_device.node = node;
+        added_device.nvml_index = device.nvml_index;
+        added_device.device = device.device;
+        added_device.name = device.name;
+        added_device.total_bytes = device.total_bytes;
+        report.devices.push_back(std::move(added_device));
+        usages.emplace_back();
       } else if (report.devices[at->second].node != node) {
         report.warnings.push_back("device " + key + " appears on " +
                                   report.devices[at->second].node + " and on " + node +
                                   " (files of different jobs, or a host name reused?)");
       }
-      JobDevice& combined = report.devices[at->second];
-      if (device.peak_bytes > 0) {
-        combined.peak_bytes += device.peak_bytes;
-        ++combined.runs_using;
-      }
+      if (device.peak_bytes > 0)
+        usages[at->second].push_back({device.peak_bytes, run.start_unix_s, run.end_unix_s});
     }
     for (const RunFileRank& rank : run.ranks) {
       const RunFileDevice* device = find_device(run, rank);
@@ -79,6 +154,8 @@ JobReport combine_runs(const std::vector<RunFile>& runs) {
     }
   }
   report.mode = combined_mode(modes);
+  for (std::size_t index = 0; index < report.devices.size(); ++index)
+    combine_usages(report.devices[index], usages[index]);
 
   std::stable_sort(
       report.ranks.begin(), report.ranks.end(), [](const JobRank& a, const JobRank& b) {

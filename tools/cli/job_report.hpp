@@ -18,6 +18,7 @@ struct JobInput {
   std::optional<int> gpumem_rank;
   int exit_code = 0;
   double elapsed_s = 0;
+  std::optional<double> start_unix_s, end_unix_s;  // absent in older run files
 };
 
 struct JobDevice {
@@ -28,10 +29,20 @@ struct JobDevice {
   int device = 0;  // CUDA ordinal, in the first run that measured it
   std::string name;
   std::int64_t total_bytes = 0;
-  // The run's peak on the device; when several runs used it (gpumem run per rank sharing a
-  // GPU), the sum of their peaks: at most what they held together, never below.
+  // The run's peak on the device. When several runs used it (gpumem run per rank sharing a GPU,
+  // or one job's steps one after another), the highest, over time, of the sum of the peaks of
+  // the runs running at that moment: never below what they held together, possibly above
+  // (their peaks need not coincide). Runs without times (older files) are all summed.
   std::int64_t peak_bytes = 0;
-  int runs_using = 0;                   // runs with a non-zero peak on it
+  int runs_using = 0;  // runs with a non-zero peak on it
+  enum class Combined {
+    one,              // one run used it
+    highest,          // several, none overlapping another: the highest run's peak
+    sum,              // the sum of `runs_summed` runs that overlapped
+    overlap_unknown,  // the sum of all: some file has no start and end time
+  };
+  Combined combined = Combined::one;
+  int runs_summed = 0;                  // runs whose peaks make up peak_bytes
   std::optional<std::size_t> top_rank;  // index in JobReport::ranks of the rank that held most
 };
 
@@ -72,6 +83,9 @@ struct JobReport {
 JobReport combine_runs(const std::vector<RunFile>& runs);
 
 // "rank 3 (local 1)", "local rank 1", for tables and messages.
+// "sum", "highest", ... for the JSON.
+const char* to_string(JobDevice::Combined combined);
+
 std::string rank_label(const std::optional<int>& rank, const std::optional<int>& local_rank);
 
 }  // namespace gpumem::cli

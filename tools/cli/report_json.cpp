@@ -22,7 +22,9 @@ nlohmann::ordered_json report_json(const JobReport& report) {
                       {"gpumem_rank", json_or_null(input.gpumem_rank)},
                       {"mode", input.mode},
                       {"exit_code", input.exit_code},
-                      {"elapsed_s", input.elapsed_s}});
+                      {"elapsed_s", input.elapsed_s},
+                      {"start_unix_s", json_or_null(input.start_unix_s)},
+                      {"end_unix_s", json_or_null(input.end_unix_s)}});
   }
   Json ranks = Json::array();
   for (const JobRank& rank : report.ranks) {
@@ -47,6 +49,8 @@ nlohmann::ordered_json report_json(const JobReport& report) {
                        {"total_bytes", device.total_bytes},
                        {"peak_bytes", device.peak_bytes},
                        {"runs_using", device.runs_using},
+                       {"combined", to_string(device.combined)},
+                       {"runs_summed", device.runs_summed},
                        {"top_rank", rank_reference(report, device.top_rank)}});
   }
   Json nodes = Json::array();
@@ -72,7 +76,9 @@ nlohmann::ordered_json report_json(const JobReport& report) {
                {"device", device.device},
                {"name", device.name},
                {"rank", rank_reference(report, device.top_rank)},
-               {"runs_using", device.runs_using}};
+               {"runs_using", device.runs_using},
+               {"combined", to_string(device.combined)},
+               {"runs_summed", device.runs_summed}};
   }
   return {{"schema", "gpumem.report/1"},
           {"quantity", "process_footprint"},

@@ -34,6 +34,40 @@ std::string mode_note(const JobReport& report) {
          " mixed, " + std::to_string(count("sampled")) + " sampled)";
 }
 
+// How a device's figure was made from several runs, for the job maximum's line.
+std::string combined_note(const JobDevice& device) {
+  const std::string runs = std::to_string(device.runs_using);
+  switch (device.combined) {
+    case JobDevice::Combined::one:
+      return "";
+    case JobDevice::Combined::highest:
+      return " (the highest of " + runs + " runs that did not overlap)";
+    case JobDevice::Combined::sum:
+      return (device.runs_summed == device.runs_using
+                  ? " (the sum of " + runs + " overlapping runs' peaks"
+                  : " (the sum of the peaks of " + std::to_string(device.runs_summed) + " of " +
+                        runs + " runs that overlapped") +
+             ": an upper bound, their peaks need not have coincided)";
+    case JobDevice::Combined::overlap_unknown:
+      return " (the sum of " + runs +
+             " runs' peaks on it: whether they overlapped is unknown, a run file has no times)";
+  }
+  return "";
+}
+
+std::string combined_mark(const JobDevice& device) {
+  switch (device.combined) {
+    case JobDevice::Combined::one:
+      return "";
+    case JobDevice::Combined::highest:
+      return " (highest)";
+    case JobDevice::Combined::sum:
+    case JobDevice::Combined::overlap_unknown:
+      return " (sum)";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string report_text(const JobReport& report) {
@@ -51,9 +85,7 @@ std::string report_text(const JobReport& report) {
       const JobRank& rank = report.ranks[*device.top_rank];
       out += ", " + rank_label(rank.rank, rank.local_rank);
     }
-    if (device.runs_using > 1)
-      out += " (the sum of " + std::to_string(device.runs_using) + " runs' peaks on it)";
-    out += "\n";
+    out += combined_note(device) + "\n";
   } else {
     out += "job maximum: no run used a measured GPU\n";
   }
@@ -98,7 +130,7 @@ std::string report_text(const JobReport& report) {
     }
     devices.add_row({printable(device.key), printable(device.node), std::to_string(device.device),
                      printable(device.name),
-                     format_bytes(device.peak_bytes) + (device.runs_using > 1 ? " (sum)" : ""),
+                     format_bytes(device.peak_bytes) + combined_mark(device),
                      format_bytes(device.total_bytes), top});
   }
   out += "\n" + devices.render();

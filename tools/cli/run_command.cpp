@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -29,7 +30,9 @@
 #include "run_counters.hpp"
 #include "run_monitor.hpp"
 #include "run_report.hpp"
+#include "snapshot_view.hpp"
 #include "svg_plot.hpp"
+#include "terminal.hpp"
 
 extern char** environ;
 
@@ -301,10 +304,24 @@ int run_command(RunOptions options) {
   result.host = options.host;
   result.own_rank = own;
 
+  // No GPU at all (no NVML, no CUDA driver): nothing to measure, exactly or otherwise. Exact
+  // mode refuses before the command runs; the others run it and say why nothing was measured.
+  if (visible.empty()) {
+    result.no_gpu = true;
+    result.no_gpu_reason = no_device_reason();
+    const std::string why =
+        "no GPU measured" + (result.no_gpu_reason.empty() ? "" : ": " + result.no_gpu_reason);
+    if (options.mode == Mode::exact) {
+      fail("--mode exact: " + why + " (the command was not run)");
+      return 2;
+    }
+    if (options.mode == Mode::automatic) result.fallback_reason = why;
+  }
+
   // Exact mode injects gpumem's library into every CUDA process of the command.
   std::string inject;
   CountersFile counters_file;
-  if (options.mode != Mode::sampled) {
+  if (options.mode != Mode::sampled && !result.no_gpu) {
     std::string why;
     if (const std::string theirs = support::env_text("CUDA_INJECTION64_PATH"); !theirs.empty()) {
       why = "CUDA_INJECTION64_PATH is already set (" + theirs + ") and is left alone";
@@ -339,6 +356,11 @@ int run_command(RunOptions options) {
                      !options.timeline_path.empty() || !options.plot_path.empty() || attributing);
   monitor.baseline();
   ChildProcess child;
+  const auto unix_now = [] {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  result.start_unix_s = unix_now();
   int start_status = 0;
   std::string start_error;
   if (!child.start(options.command,
@@ -360,6 +382,7 @@ int run_command(RunOptions options) {
     result.descendants_running = child.wait_for_descendants(0);
   }
   monitor.stop();
+  result.end_unix_s = unix_now();
 
   result.elapsed_s = monitor.elapsed_s();
   result.samples = monitor.samples();
@@ -383,8 +406,10 @@ int run_command(RunOptions options) {
     unmeasured += attribution_summary(*attribution, 5);
   }
   const attribution::Document* document = attribution ? &*attribution : nullptr;
+  const SummaryStyle style{output_width(STDERR_FILENO), output_style(STDERR_FILENO).unicode};
   if (options.mode == Mode::exact && result.measured != Measured::exact) {
-    std::cerr << summary_text(result) << unmeasured;
+    std::cerr << summary_text(result, style)
+              << (style.width ? wrap_lines(unmeasured, *style.width) : unmeasured);
     fail("--mode exact: " + std::to_string(result.escaped_processes) + " process" +
          (result.escaped_processes == 1 ? "" : "es") + " escaped exact counting (" +
          result.fallback_reason + "); the command's own status was " +
@@ -393,7 +418,8 @@ int run_command(RunOptions options) {
     return 2;
   }
 
-  std::cerr << summary_text(result) << unmeasured;
+  std::cerr << summary_text(result, style)
+            << (style.width ? wrap_lines(unmeasured, *style.width) : unmeasured);
   const bool written = write_reports(options, result, monitor, document);
   // The command's status is the answer; a report that could not be written turns success into 1.
   return (!written && result.exit.exit_code == 0) ? 1 : result.exit.exit_code;

@@ -92,6 +92,15 @@ RunFile from_json(const nlohmann::json& document, const std::string& path) {
   run.exit_code = exit_code.get<int>();
   run.elapsed_s = seconds(document, "", "elapsed_s");
   run.interval_s = seconds(document, "", "interval_s");
+  const bool has_start = document.contains("start_unix_s"),
+             has_end = document.contains("end_unix_s");
+  if (has_start != has_end)
+    throw BadField(std::string(has_start ? "end_unix_s" : "start_unix_s") + ": missing");
+  if (has_start) {
+    run.start_unix_s = seconds(document, "", "start_unix_s");
+    run.end_unix_s = seconds(document, "", "end_unix_s");
+    if (*run.end_unix_s < *run.start_unix_s) throw BadField("end_unix_s: before start_unix_s");
+  }
   run.mode = text(document, "", "mode");
   if (run.mode != "exact" && run.mode != "mixed" && run.mode != "sampled")
     throw BadField("mode: expected exact, mixed or sampled, found \"" + run.mode + "\"");

@@ -36,6 +36,10 @@ struct RunFile {
   std::vector<std::string> command;
   int exit_code = 0;
   double elapsed_s = 0;
+  // When the command started and gpumem stopped measuring it (Unix time); absent in files from
+  // before they were recorded, and then both are.
+  std::optional<double> start_unix_s;
+  std::optional<double> end_unix_s;
   std::string mode;  // exact, mixed or sampled
   double interval_s = 0;
   std::vector<RunFileDevice> devices;

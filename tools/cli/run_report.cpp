@@ -35,6 +35,68 @@ std::string plural(int count, const char* one, const char* many) {
   return std::to_string(count) + " " + (count == 1 ? one : many);
 }
 
+// Whether the command did anything on the device: any of its figures above zero.
+bool device_used_by_command(const RunResult& result, const DeviceTrack& device) {
+  return command_peak(result, device) > 0 || device.exact_peak > 0 || device.footprint_peak > 0 ||
+         device.tree_peak > 0 || device.mixed_peak > 0;
+}
+
+// The UTF-8 character that starts at `text[at]` ends before the returned index.
+std::size_t next_character(const std::string& text, std::size_t at) {
+  std::size_t end = at + 1;
+  while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;
+  return end;
+}
+
+// One line wrapped: words (split at spaces) fill each line up to `width` columns; the lines
+// after the first start with `indent`; a word wider than a line is broken between characters.
+std::string wrap_line(const std::string& line, std::size_t width, const std::string& indent) {
+  if (display_width(line) <= width) return line + "\n";
+  std::string out, current;
+  std::size_t current_width = 0;
+  const std::size_t indent_width = display_width(indent);
+  auto finish = [&] {
+    out += current + "\n";
+    current = indent;
+    current_width = indent_width;
+  };
+  std::size_t at = 0;
+  bool first_word = true;
+  while (at < line.size()) {
+    const std::size_t space = line.find(' ', at);
+    std::string word = line.substr(at, space == std::string::npos ? std::string::npos : space - at);
+    at = space == std::string::npos ? line.size() : space + 1;
+    const std::size_t word_width = display_width(word);
+    const bool line_start = first_word || current_width == indent_width;
+    if (!line_start && current_width + 1 + word_width <= width) {
+      current += " " + word;
+      current_width += 1 + word_width;
+      first_word = false;
+      continue;
+    }
+    if (!line_start) finish();
+    // Break a word wider than what is left of a fresh line.
+    while (current_width + display_width(word) > width && !word.empty()) {
+      std::size_t cut = 0, cut_width = 0;
+      while (cut < word.size()) {
+        const std::size_t next = next_character(word, cut);
+        const std::size_t w = display_width(std::string_view(word).substr(cut, next - cut));
+        if (current_width + cut_width + w > width && cut > 0) break;
+        cut_width += w;
+        cut = next;
+      }
+      current += word.substr(0, cut);
+      word = word.substr(cut);
+      finish();
+    }
+    current += word;
+    current_width += display_width(word);
+    first_word = false;
+  }
+  if (current_width > indent_width || first_word) out += current + "\n";
+  return out;
+}
+
 }  // namespace
 
 const char* to_string(Measured measured) {
@@ -85,13 +147,47 @@ double command_peak_time(const RunResult& result, const DeviceTrack& device) {
   return device.tree_peak_time_s;
 }
 
-std::string summary_text(const RunResult& result) {
+std::string ordinal_ranges(const std::vector<int>& ordinals, bool unicode) {
+  std::string out;
+  for (std::size_t first = 0; first < ordinals.size();) {
+    std::size_t last = first;
+    while (last + 1 < ordinals.size() && ordinals[last + 1] == ordinals[last] + 1) ++last;
+    if (last < first + 2) last = first;  // two in a row read better as "0, 1"
+    if (!out.empty()) out += ", ";
+    out += std::to_string(ordinals[first]);
+    if (last > first) out += (unicode ? "\u2013" : "-") + std::to_string(ordinals[last]);
+    first = last + 1;
+  }
+  return out;
+}
+
+std::string wrap_lines(const std::string& text, std::size_t width) {
+  // Continuation lines are indented past the "gpumem: " that starts each line.
+  const std::string indent = "gpumem:   ";
+  if (width <= display_width(indent) + 8) return text;  // too narrow to wrap usefully
+  std::string out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = text.find('\n', at);
+    const std::string line =
+        text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    out += wrap_line(line, width, indent);
+    at = end == std::string::npos ? text.size() : end + 1;
+  }
+  return out;
+}
+
+std::string summary_text(const RunResult& result, const SummaryStyle& style) {
   std::string out = "gpumem: " + command_line(result.command) + ": ";
   out += result.exit.signal != 0 ? "killed by " + signal_name(result.exit.signal)
                                  : "exit status " + std::to_string(result.exit.exit_code);
   out += ", ran " + format_seconds(result.elapsed_s) + "\n";
   const bool exact = result.measured == Measured::exact;
-  if (exact && result.exact_processes == 0) {
+  if (result.no_gpu) {
+    out += "gpumem: no GPU measured" +
+           (result.no_gpu_reason.empty() ? std::string() : ": " + printable(result.no_gpu_reason)) +
+           "\n";
+  } else if (exact && result.exact_processes == 0) {
     out += "gpumem: measured exactly: no process of the command used CUDA\n";
   } else if (exact) {
     out += "gpumem: measured exactly (CUDA memory events of " +
@@ -101,14 +197,19 @@ std::string summary_text(const RunResult& result) {
            " measured exactly, " + plural(result.escaped_processes, "process", "processes") +
            " sampled every " + format_seconds(result.interval_s) + " (" +
            printable(result.fallback_reason) + ")\n";
-  } else {
+  } else if (!result.devices.empty()) {
     out += "gpumem: sampled every " + format_seconds(result.interval_s) +
            " (spikes shorter than that can be missed)";
     out += result.fallback_reason.empty()
                ? "\n"
                : ": exact unavailable: " + printable(result.fallback_reason) + "\n";
   }
+  std::vector<int> unused;
   for (const DeviceTrack& device : result.devices) {
+    if (!device_used_by_command(result, device) && !device.bounded_by_device) {
+      unused.push_back(device.info.ordinal);
+      continue;
+    }
     // Names (a process's, the device's) are shown through printable(): no terminal control.
     out += "gpumem: GPU " + std::to_string(device.info.ordinal) + " (" +
            printable(device.info.name) + "): peak " + format_bytes(command_peak(result, device)) +
@@ -133,12 +234,17 @@ std::string summary_text(const RunResult& result) {
              format_bytes(device_rise(device)) + " (which counts any other process's change too)\n";
     }
   }
+  if (!unused.empty()) {
+    std::sort(unused.begin(), unused.end());
+    out += std::string("gpumem: ") + (unused.size() == 1 ? "GPU " : "GPUs ") +
+           ordinal_ranges(unused, style.unicode) + ": not used\n";
+  }
   if (result.nvml_pids_foreign) {
     out += "gpumem: " + result.pid_namespace_reason + ": " + std::to_string(result.matched_pids) +
            " matched to the command's processes by their memory, " +
            std::to_string(result.unmapped_processes) + " unmatched\n";
   }
-  if (result.devices.empty()) out += "gpumem: no GPU was measured\n";
+  if (result.devices.empty() && !result.no_gpu) out += "gpumem: no GPU was measured\n";
   out += rank_summary(result);
   if (!result.descendants_running.empty()) {
     const int count = static_cast<int>(result.descendants_running.size());
@@ -157,7 +263,7 @@ std::string summary_text(const RunResult& result) {
     }
     out += "\n";
   }
-  return out;
+  return style.width ? wrap_lines(out, *style.width) : out;
 }
 
 nlohmann::ordered_json summary_json(const RunResult& result) {
@@ -207,6 +313,8 @@ nlohmann::ordered_json summary_json(const RunResult& result) {
       {"signal", result.exit.signal != 0 ? nlohmann::ordered_json(signal_name(result.exit.signal))
                                          : nlohmann::ordered_json()},
       {"elapsed_s", result.elapsed_s},
+      {"start_unix_s", result.start_unix_s},
+      {"end_unix_s", result.end_unix_s},
       {"mode", to_string(result.measured)},
       {"requested_mode", mode_name(result.requested)},
       {"fallback_reason", result.fallback_reason.empty()

@@ -1,6 +1,7 @@
 // What `gpumem run` reports: the summary on stderr, and the --json, --timeline and --plot files.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,9 +47,13 @@ struct RunResult {
   std::size_t matched_pids = 0;
   int unmapped_processes = 0;
   bool nested_namespaces = false;  // some of the command's processes ran in a nested namespace
-  std::string host;                // the node gpumem ran on (--host, else its host name)
-  RankInfo own_rank;               // from gpumem's own environment (one per node under srun)
-  std::vector<RankPeaks> ranks;    // the GPU processes' ranks, from their environments
+  std::string no_gpu_reason;       // no GPU to measure: why (as `gpumem list` says it)
+  bool no_gpu = false;
+  double start_unix_s = 0;       // wall clock when the command started, and when gpumem
+  double end_unix_s = 0;         // stopped measuring it (Unix time, seconds)
+  std::string host;              // the node gpumem ran on (--host, else its host name)
+  RankInfo own_rank;             // from gpumem's own environment (one per node under srun)
+  std::vector<RankPeaks> ranks;  // the GPU processes' ranks, from their environments
 };
 
 const char* to_string(Measured measured);
@@ -60,7 +65,19 @@ std::int64_t device_rise(const DeviceTrack& device);
 // When it happened, in seconds since the command started.
 double command_peak_time(const RunResult& result, const DeviceTrack& device);
 
-std::string summary_text(const RunResult& result);
+// How the summary is laid out: lines longer than `width` columns wrap at spaces (a word longer
+// than the line is broken, never cut), continued after an indent; none when `width` is unset.
+// `unicode`: ranges of GPUs with an en dash ("GPUs 1–7"), else a hyphen.
+struct SummaryStyle {
+  std::optional<std::size_t> width;
+  bool unicode = false;
+};
+
+std::string summary_text(const RunResult& result, const SummaryStyle& style = {});
+// "1", "0, 1", "1, 3–7": ordinals (sorted, distinct), three or more consecutive as a range.
+std::string ordinal_ranges(const std::vector<int>& ordinals, bool unicode);
+// Each line of `text` wrapped to `width` columns (above).
+std::string wrap_lines(const std::string& text, std::size_t width);
 nlohmann::ordered_json summary_json(const RunResult& result);
 std::string timeline_csv(std::vector<TimelineRow> rows);
 

@@ -48,14 +48,16 @@ std::string memory_cell(const DeviceSnapshot& device, std::uint64_t bytes) {
 
 }  // namespace
 
-std::string no_device_message() {
+std::string no_device_reason() {
   const std::vector<std::string> why = diagnostics();
-  std::string message = "no GPU found";
-  if (!why.empty()) {
-    message += ": ";
-    for (std::size_t i = 0; i < why.size(); ++i) message += (i > 0 ? "; " : "") + why[i];
-  }
-  return message;
+  std::string reason;
+  for (std::size_t i = 0; i < why.size(); ++i) reason += (i > 0 ? "; " : "") + why[i];
+  return reason;
+}
+
+std::string no_device_message() {
+  const std::string why = no_device_reason();
+  return why.empty() ? "no GPU found" : "no GPU found: " + why;
 }
 
 namespace {

@@ -33,5 +33,7 @@ nlohmann::ordered_json snapshot_json(const std::vector<DeviceSnapshot>& snapshot
 std::string snapshot_csv(const std::vector<DeviceSnapshot>& snapshot);
 // One line naming why no device is visible ("no GPU found: NVML not found").
 std::string no_device_message();
+// Why no GPU was found (the library's diagnostics, joined by "; "); empty when it gave none.
+std::string no_device_reason();
 
 }  // namespace gpumem::cli

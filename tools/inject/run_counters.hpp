@@ -25,7 +25,7 @@ namespace gpumem::run {
 inline constexpr const char* kCountersVariable = "GPUMEM_RUN_COUNTERS";
 
 inline constexpr std::uint32_t kCountersMagic = 0x67706d72;  // "gpmr"
-inline constexpr std::uint32_t kCountersVersion = 6;
+inline constexpr std::uint32_t kCountersVersion = 7;
 inline constexpr int kMaxDevices = 64;     // physical devices (UUIDs) counted in one run
 inline constexpr int kMaxProcesses = 512;  // CUDA processes of one tree tracked at once
 inline constexpr int kMaxRecords = 4096;   // processes whose attachment is recorded, per run
@@ -85,11 +85,15 @@ inline void reset_calls(ProcessSlot& slot) noexcept {
 
 // How one process that loaded the injection library is measured, so the monitor can say which
 // of the command's GPU processes were counted exactly and which escaped. Written once.
+// Room for a fallback reason: the longest gpumem writes is under 300 bytes.
+inline constexpr std::size_t kReasonBytes = 1024;
+
 struct AttachRecord {
   std::atomic<std::int32_t> pid;
   std::atomic<std::uint64_t> pid_namespace;
   std::atomic<std::int32_t> state;  // 0 being written, else one of kAttached*
-  char reason[120];
+  // Whole: the summary wraps it rather than cutting it (a CUPTI error name is 50 characters).
+  char reason[kReasonBytes];
 };
 inline constexpr std::int32_t kAttachedExact = 1;
 inline constexpr std::int32_t kAttachedFallback = 2;  // never counted (see reason)
@@ -142,7 +146,7 @@ struct RunCounters {
   std::atomic<std::int32_t> processes_fallback;  // of which it did not, or could not be counted
   std::atomic<std::int32_t> slots_exhausted;
   std::atomic<std::int32_t> reason_claimed;  // first fallback reason wins
-  char fallback_reason[256];
+  char fallback_reason[kReasonBytes];
   DeviceCounters devices[kMaxDevices];
   // Written by the monitor before the command starts; read-only afterwards.
   std::int32_t alias_count;
