@@ -28,10 +28,12 @@ using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using boost::system::error_code;
 
-namespace {
-
-// What a connection is doing (make_room() says which give up their place first).
+// What a connection is doing (make_room() says which give up their place first). Outside the
+// anonymous namespace: Connection, which has one, is not in it (GCC's -Wsubobject-linkage, an
+// error in the unity build).
 enum class State { fresh, idle, reading, authenticating, writing, closing };
+
+namespace {
 
 constexpr std::chrono::milliseconds kLinger{1000};     // to drain a client before closing on it
 constexpr std::size_t kMaxLingerBytes = 1 << 20;       // and at most this much of it
