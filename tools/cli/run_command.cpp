@@ -425,10 +425,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 run->add_option("-i,--interval", options->interval_s,
                                 "Seconds between samples (default 0.01)"),
                 {"seconds", 0.001, 3600});
-  number_option(*run,
-                run->add_option("-d,--device", options->devices,
-                                "Measure only this CUDA ordinal (repeatable; default: all)"),
-                {"ordinal", 0, std::numeric_limits<double>::infinity(), true})
+  number_option(
+      *run,
+      run->add_option("-d,--device", options->devices,
+                      "Measure only this CUDA ordinal (repeatable; default: all)"),
+      {"ordinal", 0, std::numeric_limits<double>::infinity(), true, "a CUDA device ordinal"})
       ->allow_extra_args(false);
   enum_option<Mode>(
       *run,

@@ -162,9 +162,8 @@ Message error_message(const CLI::App& app, const CLI::App& active, const CLI::Pa
     const std::string name = what.substr(0, what.rfind(" is required"));
     const CLI::Option* option = active.get_option_no_throw(name);
     if (option == nullptr || !option->get_positional()) return {"missing " + name, true};
-    return {
-        "missing " + positional_name(*option) + " (" + first_lower(option->get_description()) + ")",
-        true};
+    return {"missing " + positional_name(*option) + ": " + first_lower(option->get_description()),
+            true};
   }
   if (is<CLI::ExtrasError>(error)) {
     // CLI11 names the words in the message only ("... not expected: 2 --intreval"), last first.
@@ -230,7 +229,9 @@ std::string usage_line(const CLI::App& command) {
 CLI::Option* number_option(CLI::App& command, CLI::Option* option, const NumberRange& range) {
   const std::string bounds = bounds_text(range);
   const std::string noun =
-      std::string(range.whole ? "a whole number of " : "a number of ") + range.unit;
+      !range.noun.empty()
+          ? range.noun
+          : std::string(range.whole ? "a whole number of " : "a number of ") + range.unit;
   option->check(CLI::Validator(
       [range, bounds, noun](std::string& text) -> std::string {
         const std::optional<double> value = parse_number(text, range.whole);

@@ -29,12 +29,13 @@ std::string usage_line(const CLI::App& command);
 
 // A number option: its value must be a number (a whole one if `whole`) from `low` to `high`
 // (high: infinity for no bound); `unit` names what it counts in --help and in errors
-// ("seconds": SECONDS).
+// ("seconds": SECONDS, "--interval abc: not a number of seconds (0.01 to 86400)").
 struct NumberRange {
   std::string unit;
   double low = 0;
   double high = 0;
   bool whole = false;
+  std::string noun;  // what a value must be, if not "a [whole] number of <unit>"
 };
 CLI::Option* number_option(CLI::App& command, CLI::Option* option, const NumberRange& range);
 
