@@ -83,6 +83,8 @@ TEST(UsageErrors, ABadValueNamesTheOptionItsUnitAndRange) {
             "gpumem run: --mode psychic: not one of exact|sampled|auto\n"},
            {{"attribution", "--top", "0", "doc.json"},
             "gpumem attribution: --top 0: out of range (stacks: 1 to 1000000)\n"},
+           {{"serve", "--max-connections", "0"},
+            "gpumem serve: --max-connections 0: out of range (connections: 1 to 65536)\n"},
            {{"completion", "tcsh"},
             "gpumem completion: shell tcsh: not one of bash|zsh|fish|man\n"},
        }) {
