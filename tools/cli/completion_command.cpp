@@ -3,7 +3,10 @@
 // they cannot drift from it; the build writes them and `cmake --install` installs them.
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <memory>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "gpumem/version.hpp"
@@ -33,7 +36,7 @@ struct CommandModel {
   bool takes_command = false;      // run: a command line after its options
 };
 
-std::vector<std::string> split(const std::string& text, char separator) {
+std::vector<std::string> completion_split(const std::string& text, char separator) {
   std::vector<std::string> parts;
   std::stringstream stream(text);
   for (std::string part; std::getline(stream, part, separator);) parts.push_back(part);
@@ -50,7 +53,7 @@ std::vector<OptionModel> option_models(const CLI::App& command) {
     model.description = option->get_description();
     model.takes_value = option->get_type_size() != 0;
     model.type = option->get_type_name();
-    if (model.type.find('|') != std::string::npos) model.words = split(model.type, '|');
+    if (model.type.find('|') != std::string::npos) model.words = completion_split(model.type, '|');
     model.number = model.type != "TEXT" && model.words.empty();  // TEXT: a file name
     models.push_back(model);
   }
@@ -67,7 +70,7 @@ std::vector<CommandModel> command_models(const CLI::App& app) {
       if (!option->get_positional()) continue;
       const std::string type = option->get_type_name();
       if (type.find('|') != std::string::npos) {
-        model.words = split(type, '|');
+        model.words = completion_split(type, '|');
       } else {
         model.takes_files = true;
       }
@@ -78,7 +81,8 @@ std::vector<CommandModel> command_models(const CLI::App& app) {
   return models;
 }
 
-std::string joined(const std::vector<std::string>& words, const std::string& separator = " ") {
+std::string completion_join(const std::vector<std::string>& words,
+                            const std::string& separator = " ") {
   std::string text;
   for (const std::string& word : words) text += (text.empty() ? "" : separator) + word;
   return text;
@@ -103,7 +107,7 @@ std::string bash_script(const CLI::App& app) {
          "  case $command in\n"
          "    '')\n"
          "      COMPREPLY=($(compgen -W '"
-      << joined(names) << "' -- \"$cur\"))\n      ;;\n";
+      << completion_join(names) << "' -- \"$cur\"))\n      ;;\n";
   for (const CommandModel& command : commands) {
     out << "    " << command.name << ")\n";
     if (command.takes_command) {
@@ -121,9 +125,9 @@ std::string bash_script(const CLI::App& app) {
     for (const OptionModel& option : command.options) {
       for (const std::string& name : option.names) options.push_back(name);
       if (!option.takes_value) continue;
-      out << "        " << joined(option.names, "|") << ") ";
+      out << "        " << completion_join(option.names, "|") << ") ";
       if (!option.words.empty()) {
-        out << "COMPREPLY=($(compgen -W '" << joined(option.words) << "' -- \"$cur\")); ";
+        out << "COMPREPLY=($(compgen -W '" << completion_join(option.words) << "' -- \"$cur\")); ";
       } else if (!option.number) {
         out << "COMPREPLY=($(compgen -f -- \"$cur\")); ";
       }
@@ -131,10 +135,10 @@ std::string bash_script(const CLI::App& app) {
     }
     out << "      esac\n"
         << "      if [[ $cur == -* ]]; then\n"
-        << "        COMPREPLY=($(compgen -W '" << joined(options) << "' -- \"$cur\"))\n";
+        << "        COMPREPLY=($(compgen -W '" << completion_join(options) << "' -- \"$cur\"))\n";
     if (!command.words.empty()) {
       out << "      elif ((COMP_CWORD == at + 1)); then\n        COMPREPLY=($(compgen -W '"
-          << joined(command.words) << "' -- \"$cur\"))\n";
+          << completion_join(command.words) << "' -- \"$cur\"))\n";
     }
     if (command.takes_files) out << "      else\n        COMPREPLY=($(compgen -f -- \"$cur\"))\n";
     if (command.takes_command) out << "      else\n        COMPREPLY=($(compgen -c -- \"$cur\"))\n";
@@ -165,7 +169,7 @@ std::string zsh_option_specs(const std::vector<OptionModel>& options, const std:
                          zsh_text(option.description) + "]";
       if (option.takes_value) {
         if (!option.words.empty()) {
-          spec += ":" + zsh_text(option.type) + ":(" + joined(option.words) + ")";
+          spec += ":" + zsh_text(option.type) + ":(" + completion_join(option.words) + ")";
         } else if (option.number) {
           spec += ":" + zsh_text(option.type) + ": ";
         } else {
@@ -203,7 +207,7 @@ std::string zsh_script(const CLI::App& app) {
         << zsh_option_specs(command.options, "            ");
     if (command.takes_files) out << " \\\n            '*:file:_files'";
     if (!command.words.empty())
-      out << " \\\n            '1:word:(" << joined(command.words) << ")'";
+      out << " \\\n            '1:word:(" << completion_join(command.words) << ")'";
     if (command.takes_command) out << " \\\n            '*::command:_normal'";
     out << "\n          ;;\n";
   }
@@ -234,7 +238,7 @@ std::string fish_options(const std::vector<OptionModel>& options, const std::str
     }
     if (option.takes_value) {
       line += option.words.empty() && !option.number ? " -r -F" : " -x";
-      if (!option.words.empty()) line += " -a " + fish_text(joined(option.words));
+      if (!option.words.empty()) line += " -a " + fish_text(completion_join(option.words));
     }
     lines += line + " -d " + fish_text(option.description) + "\n";
   }
@@ -257,7 +261,7 @@ std::string fish_script(const CLI::App& app) {
     if (command.takes_files) out << "complete -c gpumem -n " << fish_text(condition) << " -F\n";
     if (!command.words.empty()) {
       out << "complete -c gpumem -n " << fish_text(condition) << " -a "
-          << fish_text(joined(command.words)) << "\n";
+          << fish_text(completion_join(command.words)) << "\n";
     }
     if (command.takes_command) {
       out << "complete -c gpumem -n " << fish_text(condition)
