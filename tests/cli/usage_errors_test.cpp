@@ -140,6 +140,7 @@ TEST(Completions, TheBashCompletionParsesAndCompletesCommandsOptionsAndWords) {
   EXPECT_EQ(bash_completes(script, "gpumem r"), "run report\n");
   EXPECT_EQ(bash_completes(script, "gpumem --v"), "--version\n");
   EXPECT_EQ(bash_completes(script, "gpumem watch --in"), "--interval\n");
+  EXPECT_EQ(bash_completes(script, "gpumem list --json --c"), "--csv\n");  // after a flag
   EXPECT_EQ(bash_completes(script, "gpumem run --mode ''"), "exact sampled auto\n");
   EXPECT_EQ(bash_completes(script, "gpumem run -m s"), "sampled\n");
   EXPECT_EQ(bash_completes(script, "gpumem completion ''"), "bash zsh fish man\n");

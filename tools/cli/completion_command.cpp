@@ -51,7 +51,7 @@ std::vector<OptionModel> option_models(const CLI::App& command) {
     for (const std::string& name : option->get_snames()) model.names.push_back("-" + name);
     for (const std::string& name : option->get_lnames()) model.names.push_back("--" + name);
     model.description = option->get_description();
-    model.takes_value = option->get_type_size() != 0;
+    model.takes_value = option->get_items_expected_max() != 0;  // not a flag
     model.type = option->get_type_name();
     if (model.type.find('|') != std::string::npos) model.words = completion_split(model.type, '|');
     model.number = model.type != "TEXT" && model.words.empty();  // TEXT: a file name
