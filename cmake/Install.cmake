@@ -1,7 +1,7 @@
 # `cmake --install`: the library (shared and static), its headers, a CMake package (gpumemConfig.cmake
 # with a version file, exporting gpumem::gpumem, gpumem::gpumem_static and gpumem::headers), a
 # pkg-config file, and where they are built the gpumem command, its injection library and the
-# exporter's systemd unit. GNUInstallDirs places them; components: library (what runs),
+# exporter's systemd unit, the command's shell completions and its man page. GNUInstallDirs places them; components: library (what runs),
 # development (what compiles against it), tools (the command and what it needs).
 include(CMakePackageConfigHelpers)
 
@@ -59,5 +59,16 @@ if(TARGET gpumem_cli)
     COMPONENT tools)
   install(FILES ${PROJECT_BINARY_DIR}/gpumem-exporter.service
           DESTINATION ${GPUMEM_INSTALL_SYSTEMDDIR} COMPONENT tools)
+  # The shell completions and the man page, written by the built command (tools/cli), where each
+  # shell and man look for a package's own.
+  set(_gpumem_written ${PROJECT_BINARY_DIR}/tools/cli)
+  install(FILES ${_gpumem_written}/completions/gpumem
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions COMPONENT tools)
+  install(FILES ${_gpumem_written}/completions/_gpumem
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions COMPONENT tools)
+  install(FILES ${_gpumem_written}/completions/gpumem.fish
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/fish/vendor_completions.d COMPONENT tools)
+  install(FILES ${_gpumem_written}/gpumem.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
+          COMPONENT tools)
 endif()
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT library)

@@ -101,18 +101,24 @@ TEST(RunProcess, ACommandNotExecutableGives126) {
 TEST(RunProcess, BadUsageIsOneLineAndStatus2) {
   SimGpu gpu;
   for (const std::vector<std::string>& argv : std::vector<std::vector<std::string>>{
-           {gpumem_binary(), "run"},
-           {gpumem_binary(), "run", "--"},
            {gpumem_binary(), "run", "--interval", "fast", "--", "true"},
            {gpumem_binary(), "run", "--interval", "0", "--", "true"},
            {gpumem_binary(), "run", "--mode", "psychic", "--", "true"},
            {gpumem_binary(), "run", "--no-such-flag", "--", "true"},
            {gpumem_binary(), "frobnicate"},
-           {gpumem_binary()},
        }) {
     const CommandResult result = run_command(argv);
     EXPECT_EQ(result.exit_code, 2) << argv.back() << ": " << result.err;
     EXPECT_EQ(lines(result.err), 1u) << result.err;
+    EXPECT_EQ(result.out, "");
+  }
+  // A missing command: the line that says so, and the usage line.
+  for (const std::vector<std::string>& argv : std::vector<std::vector<std::string>>{
+           {gpumem_binary(), "run"}, {gpumem_binary(), "run", "--"}, {gpumem_binary()}}) {
+    const CommandResult result = run_command(argv);
+    EXPECT_EQ(result.exit_code, 2) << argv.back() << ": " << result.err;
+    EXPECT_EQ(lines(result.err), 2u) << result.err;
+    EXPECT_NE(result.err.find("missing COMMAND\nUsage: gpumem "), std::string::npos) << result.err;
     EXPECT_EQ(result.out, "");
   }
 }

@@ -25,7 +25,9 @@ dpkg-deb --contents "$DEB" >"$WORK/contents.txt"
 for path in ./usr/bin/gpumem ./usr/lib/libgpumem.so.0.1.0 ./usr/lib/libgpumem.a \
   ./usr/lib/libgpumem_inject.so ./usr/include/gpumem/gpumem.hpp ./usr/include/gpumem/version.hpp \
   ./usr/lib/cmake/gpumem/gpumemConfig.cmake ./usr/lib/pkgconfig/gpumem.pc \
-  ./usr/lib/systemd/system/gpumem-exporter.service; do
+  ./usr/lib/systemd/system/gpumem-exporter.service \
+  ./usr/share/bash-completion/completions/gpumem ./usr/share/zsh/vendor-completions/_gpumem \
+  ./usr/share/fish/vendor_completions.d/gpumem.fish ./usr/share/man/man1/gpumem.1; do
   grep -q " $path" "$WORK/contents.txt" || fail "$(basename "$DEB") lacks $path"
 done
 dpkg -x "$DEB" "$WORK/root"
@@ -33,6 +35,12 @@ ROOT=$WORK/root
 grep -q "^ExecStart=/usr/bin/gpumem serve" "$ROOT/usr/lib/systemd/system/gpumem-exporter.service" ||
   fail "the systemd unit does not run /usr/bin/gpumem"
 
+# The completions and the man page are what the packaged command writes (nothing drifted).
+for pair in "bash usr/share/bash-completion/completions/gpumem" "man usr/share/man/man1/gpumem.1"; do
+  set -- $pair
+  "$ROOT/usr/bin/gpumem" completion "$1" | cmp -s - "$ROOT/$2" ||
+    fail "$2 is not what gpumem completion $1 writes"
+done
 # The unpacked gpumem loads the unpacked libgpumem.so, found through its own RUNPATH.
 unset LD_LIBRARY_PATH GPUMEM_INJECT_LIBRARY
 loaded=$(ldd "$ROOT/usr/bin/gpumem" | sed -n 's/^\s*libgpumem\.so\.[0-9.]* => \(\S*\) .*/\1/p')

@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "gpumem/version.hpp"
 #include "serve_command.hpp"
+#include "usage.hpp"
 
 namespace {
 
@@ -39,6 +40,7 @@ void drop_run_separator(const CLI::App& run, std::vector<std::string>& arguments
 int main(int argc, char** argv) {
   int exit_code = 0;
   CLI::App app{"gpumem: how much GPU memory programs use, and how high it peaks", "gpumem"};
+  gpumem::cli::install_usage(app);  // before the subcommands: they inherit it
   app.set_version_flag("-V,--version", std::string("gpumem ") + gpumem::version);
   app.require_subcommand(1);
   gpumem::cli::add_list_command(app, exit_code);
@@ -47,6 +49,7 @@ int main(int argc, char** argv) {
   gpumem::cli::add_report_command(app, exit_code);
   gpumem::cli::add_attribution_command(app, exit_code);
   gpumem::serve::add_serve_command(app, exit_code);
+  gpumem::cli::add_completion_command(app, exit_code);
   std::vector<std::string> arguments(argv + 1, argv + argc);
   drop_run_separator(*app.get_subcommand("run"), arguments);
   std::reverse(arguments.begin(), arguments.end());  // CLI11 takes them last first
@@ -59,9 +62,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& version) {
     return app.exit(version);
   } catch (const CLI::ParseError& error) {
-    // One line, the usual status for bad usage.
-    std::cerr << "gpumem: " << error.what() << " (see gpumem --help)\n";
-    return 2;
+    return gpumem::cli::report_usage_error(app, error);
   }
   return exit_code;
 }

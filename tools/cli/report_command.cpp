@@ -11,6 +11,7 @@
 #include "report_output.hpp"
 #include "run_file.hpp"
 #include "text_width.hpp"
+#include "usage.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -95,7 +96,8 @@ void add_report_command(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<ReportOptions>();
   CLI::App* report = app.add_subcommand(
       "report", "Combine run files (gpumem run --json) of a job's nodes and ranks into one report");
-  report->footer("Usage: gpumem report [OPTIONS] FILE...   e.g. gpumem report run-*.json");
+  set_usage(*report, "gpumem report [OPTIONS] FILE...");
+  report->footer("E.g. gpumem report run-*.json");
   report->add_option("files", options->files, "Run files written by gpumem run --json")->required();
   report->add_option("--json", options->json_path,
                      "Write the combined report as JSON (gpumem.report/1); '-' prints it instead "

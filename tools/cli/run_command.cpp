@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -33,6 +34,7 @@
 #include "snapshot_view.hpp"
 #include "svg_plot.hpp"
 #include "terminal.hpp"
+#include "usage.hpp"
 
 extern char** environ;
 
@@ -431,7 +433,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* run = app.add_subcommand(
       "run", "Run a command and report its GPU memory peak (exact where CUPTI works)");
-  run->footer("Usage: gpumem run [OPTIONS] -- COMMAND [ARGS...]");
+  set_usage(*run, "gpumem run [OPTIONS] -- COMMAND [ARGS...]");
   run->add_option("--json", options->json_path,
                   "Write the summary as JSON (gpumem.run/1); in this and the other file names "
                   "{host}, {rank}, {local_rank} and {pid} are replaced. Every output is a "
@@ -445,20 +447,26 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "Write the attribution as an offline HTML report (timeline, icicles, blocks)");
   run->add_option("--host", options->host,
                   "The node's name in the report and in {host} (default: the host name)");
-  run->add_option("-i,--interval", options->interval_s, "Seconds between samples (default 0.01)")
-      ->check(CLI::Range(0.001, 3600.0));
-  run->add_option("-d,--device", options->devices,
-                  "Measure only this CUDA ordinal (repeatable; default: all)")
-      ->check(CLI::NonNegativeNumber)
+  number_option(*run,
+                run->add_option("-i,--interval", options->interval_s,
+                                "Seconds between samples (default 0.01)"),
+                {"seconds", 0.001, 3600});
+  number_option(
+      *run,
+      run->add_option("-d,--device", options->devices,
+                      "Measure only this CUDA ordinal (repeatable; default: all)"),
+      {"ordinal", 0, std::numeric_limits<double>::infinity(), true, "a CUDA device ordinal"})
       ->allow_extra_args(false);
-  const std::map<std::string, Mode> modes = {
-      {"auto", Mode::automatic}, {"exact", Mode::exact}, {"sampled", Mode::sampled}};
-  run->add_option("-m,--mode", options->mode, "exact, sampled or auto (default: auto)")
-      ->transform(CLI::CheckedTransformer(modes, CLI::ignore_case));
-  run->add_option("--wait-descendants", options->wait_descendants_s,
-                  "After the command exits, wait this many seconds for the processes it left "
-                  "running (default 60)")
-      ->check(CLI::Range(0.0, 1e6));
+  enum_option<Mode>(
+      *run,
+      run->add_option("-m,--mode", options->mode,
+                      "How to count: exact, sampled or auto (default: auto)"),
+      {{"exact", Mode::exact}, {"sampled", Mode::sampled}, {"auto", Mode::automatic}});
+  number_option(*run,
+                run->add_option("--wait-descendants", options->wait_descendants_s,
+                                "After the command exits, wait this many seconds for the processes "
+                                "it left running (default 60)"),
+                {"seconds", 0, 1e6});
   run->add_flag("--no-wait-descendants", options->no_wait_descendants,
                 "Stop when the command exits, whatever it left running");
   // Everything from the command's name on belongs to the command, flags included.
@@ -467,11 +475,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
     options->command = run->remaining();
     // CLI11 hands an unknown option on as the command's first word.
     if (!options->command.empty() && options->command.front().rfind('-', 0) == 0) {
-      std::cerr << "gpumem run: unknown option " << options->command.front()
-                << " (see gpumem run --help)\n";
-      exit_code = 2;
-      return;
+      throw_unknown_option(options->command.front());
     }
+    if (options->command.empty()) throw_missing_argument("COMMAND");
     exit_code = run_command(*options);
   });
 }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <ctime>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <thread>
 
@@ -14,6 +15,7 @@
 #include "gpumem/peak.hpp"
 #include "snapshot_view.hpp"
 #include "text_width.hpp"
+#include "usage.hpp"
 #include "width_options.hpp"
 
 namespace gpumem::cli {
@@ -59,10 +61,14 @@ void add_watch_command(CLI::App& app, int& exit_code) {
   };
   auto options = std::make_shared<Options>();
   CLI::App* watch = app.add_subcommand("watch", "Watch the GPUs' memory and processes live");
-  watch->add_option("-i,--interval", options->interval_s, "Seconds between refreshes (default 1)")
-      ->check(CLI::Range(0.01, 86400.0));
-  watch->add_option("-n,--count", options->count, "Stop after this many refreshes (0: never)")
-      ->check(CLI::NonNegativeNumber);
+  number_option(*watch,
+                watch->add_option("-i,--interval", options->interval_s,
+                                  "Seconds between refreshes (default 1)"),
+                {"seconds", 0.01, 86400});
+  number_option(
+      *watch,
+      watch->add_option("-n,--count", options->count, "Stop after this many refreshes (0: never)"),
+      {"refreshes", 0, std::numeric_limits<double>::infinity(), true});
   add_width_options(*watch, options->width);
   watch->callback([options, &exit_code] {
     const bool terminal = ::isatty(STDOUT_FILENO) == 1;

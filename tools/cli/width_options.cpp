@@ -4,16 +4,19 @@
 
 #include <CLI/CLI.hpp>
 
+#include "usage.hpp"
+
 namespace gpumem::cli {
 
 void add_width_options(CLI::App& command, WidthFlags& flags) {
   auto* wide = command.add_flag("--wide", flags.wide,
                                 "Show every column in full, however wide (the default when "
                                 "stdout is not a terminal and COLUMNS is unset)");
-  command
-      .add_option("--width", flags.width,
-                  "Fit the tables to N columns (default: the terminal's width, else COLUMNS)")
-      ->check(CLI::Range(std::size_t{40}, std::size_t{100000}))
+  number_option(command,
+                command.add_option(
+                    "--width", flags.width,
+                    "Fit the tables to N columns (default: the terminal's width, else COLUMNS)"),
+                {"columns", 40, 100000, true})
       ->excludes(wide);
 }
 

@@ -22,6 +22,7 @@
 #include "gpumem/publish.hpp"
 #include "help_page.hpp"
 #include "http_server.hpp"
+#include "usage.hpp"
 
 namespace gpumem::serve {
 namespace {
@@ -288,16 +289,20 @@ void add_serve_command(CLI::App& app, int& exit_code) {
       ->add_option("--web.config.file", options->web_config,
                    "TLS and basic authentication, in the format of Prometheus' exporter toolkit")
       ->check(CLI::ExistingFile);
-  command
-      ->add_option("--max-connections", options->max_connections,
-                   "Open connections at most; finished, idle and stuck ones make room first")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 65536));
-  command
-      ->add_option("--max-connections-per-client", options->max_connections_per_client,
-                   "Open connections from one client address at most")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 65536));
+  cli::number_option(
+      *command,
+      command
+          ->add_option("--max-connections", options->max_connections,
+                       "Open connections at most; finished, idle and stuck ones make room first")
+          ->capture_default_str(),
+      {"connections", 1, 65536, true});
+  cli::number_option(
+      *command,
+      command
+          ->add_option("--max-connections-per-client", options->max_connections_per_client,
+                       "Open connections from one client address at most")
+          ->capture_default_str(),
+      {"connections", 1, 65536, true});
   command
       ->add_option("--request-timeout", options->request_timeout,
                    "From a request's first byte to its end (and a new connection's first byte)")
@@ -308,11 +313,12 @@ void add_serve_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   command->add_option("--write-timeout", options->write_timeout, "To send a whole response")
       ->capture_default_str();
-  command
-      ->add_option("--max-request-bytes", options->max_request_bytes,
-                   "Request line and headers at most (larger get 431)")
-      ->capture_default_str()
-      ->check(CLI::Range(1024, 65536));
+  cli::number_option(*command,
+                     command
+                         ->add_option("--max-request-bytes", options->max_request_bytes,
+                                      "Request line and headers at most (larger get 431)")
+                         ->capture_default_str(),
+                     {"bytes", 1024, 65536, true});
   command
       ->add_option("--proc", options->proc,
                    "Where processes are read (the host's /proc mounted elsewhere in a container)")

@@ -8,6 +8,7 @@
 #include "attribution/views.hpp"
 #include "commands.hpp"
 #include "output_file.hpp"
+#include "usage.hpp"
 #include "width_options.hpp"
 
 namespace gpumem::cli {
@@ -119,14 +120,17 @@ void add_attribution_command(CLI::App& app, int& exit_code) {
       "attribution",
       "Show what held GPU memory at a peak or an out-of-memory failure, from an attribution "
       "document (gpumem run --attribute)");
+  set_usage(*command, "gpumem attribution [OPTIONS] FILE");
   command->footer(
-      "Usage: gpumem attribution [OPTIONS] FILE   e.g. gpumem attribution snap.json --html "
-      "report.html\nWithout --snapshot it shows the highest peak and the first out-of-memory "
+      "E.g. gpumem attribution snap.json --html report.html\nWithout --snapshot it shows the "
+      "highest peak and the first out-of-memory "
       "failure; --svg and --pprof draw the highest peak (else the failure).");
   command->add_option("file", options->file, "An attribution document (gpumem.attribution/1)")
       ->required();
-  command->add_option("--top", options->top, "How many stacks the table names (default 10)")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}));
+  number_option(
+      *command,
+      command->add_option("--top", options->top, "How many stacks the table names (default 10)"),
+      {"stacks", 1, 1000000, true});
   command->add_option("--snapshot", options->snapshot,
                       "Which snapshot: peak (the highest), oom (the first failure) or an index");
   command->add_option("--svg", options->svg_path,
