@@ -346,6 +346,8 @@ void RunMonitor::sample(bool final) {
       std::int64_t claimed_ns = 0;         // when its process claimed its slot
     };
     std::vector<Context> peak_contexts;
+    // The exactly counted processes with no context estimate yet, and when each claimed its slot.
+    std::vector<std::pair<ProcessKey, std::int64_t>> unestimated;
     std::unordered_map<ProcessKey, std::int64_t, ProcessKeyHash> summed;
     std::int64_t unmapped_sum = 0;  // of the pids that may be the command's, unmatched
     // What the events held while NVML was read, and whether a call overlapped the reading: the
@@ -392,6 +394,8 @@ void RunMonitor::sample(bool final) {
           if (const auto before = previous.find(member->key); before != previous.end())
             context.before = before->second;
           peak_contexts.push_back(context);
+        } else if (reading != held.end()) {
+          unestimated.emplace_back(member->key, slots.at(member->key).claimed_ns);
         }
       }
       if (keep_timeline_)
@@ -456,9 +460,23 @@ void RunMonitor::sample(bool final) {
           }
         }
       }
-      if (rose && peak + peak_context_sum > track.footprint_peak) {
-        track.footprint_peak = peak + peak_context_sum;
-        track.footprint_peak_time_s = track.exact_peak_time_s;
+      if (rose) {
+        track.pending = {peak + peak_context_sum, track.exact_peak_time_s, {}};
+        const std::int64_t peak_ns = exact->peak_time_ns.load(std::memory_order_relaxed);
+        for (const auto& [key, claimed_ns] : unestimated)
+          if (claimed_ns <= peak_ns) track.pending.awaiting.push_back(key);
+      }
+      // A process that was there at the peak and has an estimate now (a quiet reading at last).
+      std::erase_if(track.pending.awaiting, [&](const ProcessKey& key) {
+        const auto& contexts = contexts_[key];
+        const auto known = contexts.find(ordinal);
+        if (known == contexts.end()) return false;
+        track.pending.bytes += known->second;
+        return true;
+      });
+      if (track.pending.bytes > track.footprint_peak) {
+        track.footprint_peak = track.pending.bytes;
+        track.footprint_peak_time_s = track.pending.time_s;
       }
       if (current + context_sum > track.footprint_peak) {
         track.footprint_peak = current + context_sum;

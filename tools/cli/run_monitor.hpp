@@ -64,6 +64,15 @@ struct DeviceTrack {
   // command's processes cannot all be told apart, and the device's rise bounds the peak.
   std::int64_t unmapped_peak = 0;
   bool bounded_by_device = false;
+  // The events' highest peak while a process that was there when it was made had no context
+  // estimate yet (every reading of it so far overlapped one of its calls): its first estimate,
+  // once a quiet reading gives it, still joins that peak's footprint.
+  struct PendingPeak {
+    std::int64_t bytes = 0;  // the events' peak plus the contexts it has been given
+    double time_s = 0;
+    std::vector<ProcessKey> awaiting;
+  };
+  PendingPeak pending;
 };
 
 // How a process that loaded the injection library is measured.
