@@ -87,6 +87,8 @@ if ((TESTS)) || grep -q '^GPUMEM_BUILD_TESTS:BOOL=ON' "$BUILD/CMakeCache.txt" 2>
 fi
 TARGETS=(all)
 ((TESTS)) || TARGETS=(gpumem_cli gpumem_sim seed_examples gpumem_python)
+# scripts/test.sh --only builds one area's targets alone.
+[ -z "${GPUMEM_SETUP_TARGETS:-}" ] || read -r -a TARGETS <<<"$GPUMEM_SETUP_TARGETS"
 build() {
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DPython_EXECUTABLE=/usr/bin/python3 "${GPUMEM_BUILD_FLAGS[@]}" "${OPTIONS[@]}" "$@" &&

@@ -53,20 +53,21 @@ stage() {  # name, command…
   RUNNING=""
 }
 
-stage "set-up and build ($BUILD/, RelWithDebInfo)" scripts/setup.sh --tests
-source scripts/build_flags.sh
-
 if ((${#AREAS[@]})); then
   targets=() labels=()
   for area in "${AREAS[@]}"; do
     targets+=("gpumem_tests_$area")
     labels+=("^$area\$")
   done
-  stage "build ${AREAS[*]}" cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}"
+  GPUMEM_SETUP_TARGETS="${targets[*]}" \
+    stage "set-up and build ${AREAS[*]} ($BUILD/, RelWithDebInfo)" scripts/setup.sh --tests
   label=$(IFS='|'; echo "${labels[*]}")
   stage "tests: ${AREAS[*]}" ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" -L "$label" -LE stress
   exit 0
 fi
+
+stage "set-up and build ($BUILD/, RelWithDebInfo)" scripts/setup.sh --tests
+source scripts/build_flags.sh
 
 format() {
   git ls-files '*.cpp' '*.hpp' '*.h' | xargs clang-format --dry-run --Werror

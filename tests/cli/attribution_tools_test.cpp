@@ -92,20 +92,10 @@ TEST(AttributionCommand, OutputsAreRegularFilesOrStdoutNothingElse) {
   const std::string folder = temporary_folder();
   const std::string path = known_document().write(folder);
   const SpecialFiles special(folder);
-  for (const char* option : {"--svg", "--pprof", "--html"}) {
-    for (const SpecialFile& file : special.files()) {
-      const CommandResult result = run_command(attribution({path, option, file.path}));
-      EXPECT_EQ(result.exit_code, 2) << option << " " << file.path << ": " << result.err;
-      EXPECT_EQ(result.err.rfind(std::string("gpumem attribution: ") + option + ": cannot write " +
-                                     file.path + ": it is a ",
-                                 0),
-                0u)
-          << result.err;
-      EXPECT_EQ(result.out, "");
-      std::string what;
-      ASSERT_TRUE(special.unchanged(&what)) << option << ": " << what;
-    }
-  }
+  special.expect_refused("gpumem attribution", {"--svg", "--pprof", "--html"},
+                         [&](const std::string& option, const std::string& file) {
+                           return attribution({path, option, file});
+                         });
   // '-': the view on stdout, in the tables' place.
   const CommandResult svg = run_command(
       {"sh", "-c",

@@ -33,22 +33,16 @@ TEST(OutputPaths, RunRefusesEverySpecialFileBeforeTheCommandRuns) {
   const SpecialFiles special(folder);
   ASSERT_GE(special.files().size(), 4u);
   const std::string marker = folder + "/ran";
-  for (const char* option : {"--json", "--timeline", "--plot", "--attribute", "--html"}) {
-    for (const SpecialFile& file : special.files()) {
-      const CommandResult result =
-          run_command({gpumem_binary(), "run", option, file.path, "--", "touch", marker});
-      EXPECT_EQ(result.exit_code, 2) << option << " " << file.path << ": " << result.err;
-      EXPECT_EQ(lines(result.err), 1u) << result.err;
-      EXPECT_EQ(result.err.rfind(std::string("gpumem run: ") + option + ": cannot write " +
-                                     file.path + ": it is a ",
-                                 0),
-                0u)
-          << result.err;
-      EXPECT_FALSE(std::filesystem::exists(marker)) << option << " " << file.path;
-      std::string what;
-      ASSERT_TRUE(special.unchanged(&what)) << option << ": " << what;
-    }
-  }
+  special.expect_refused(
+      "gpumem run", {"--json", "--timeline", "--plot", "--attribute", "--html"},
+      [&](const std::string& option, const std::string& path) {
+        return std::vector<std::string>{gpumem_binary(), "run", option, path, "--",
+                                        "touch",         marker};
+      },
+      [&](const std::string& option, const std::string& path, const CommandResult& result) {
+        EXPECT_EQ(lines(result.err), 1u) << result.err;
+        EXPECT_FALSE(std::filesystem::exists(marker)) << option << " " << path;
+      });
   // A good output beside a bad one: still nothing runs, nothing is written.
   const CommandResult mixed = run_command({gpumem_binary(), "run", "--json", folder + "/ok.json",
                                            "--plot", folder + "/fifo", "--", "touch", marker});
@@ -101,28 +95,11 @@ class ReportOutputs : public ::testing::Test {
 
 TEST_F(ReportOutputs, SpecialFilesAreRefusedBeforeAnythingIsRead) {
   const SpecialFiles special(folder_);
-  for (const char* option : {"--json", "--svg"}) {
-    for (const SpecialFile& file : special.files()) {
-      const CommandResult result =
-          run_command({gpumem_binary(), "report", option, file.path, good_});
-      EXPECT_EQ(result.exit_code, 2) << option << " " << file.path << ": " << result.err;
-      EXPECT_EQ(result.err.rfind(std::string("gpumem report: ") + option + ": cannot write " +
-                                     file.path + ": it is a ",
-                                 0),
-                0u)
-          << result.err;
-      EXPECT_EQ(result.out, "");
-      std::string what;
-      ASSERT_TRUE(special.unchanged(&what)) << option << ": " << what;
-    }
-  }
-  // '-' takes the tables' place, for the SVG as for the JSON.
-  const CommandResult svg = run_in(folder_, {gpumem_binary(), "report", "--svg", "-", good_});
-  ASSERT_EQ(svg.exit_code, 0) << svg.err;
-  EXPECT_EQ(svg.out.rfind("<svg", 0), 0u) << svg.out.substr(0, 200);
-  EXPECT_EQ(svg.out.find("</svg>"), svg.out.size() - 7) << svg.out;
-  EXPECT_EQ(svg.out.find("gpumem report: 1 run"), std::string::npos) << svg.out;
-  EXPECT_FALSE(std::filesystem::exists(folder_ + "/-"));
+  special.expect_refused(
+      "gpumem report", {"--json", "--svg"},
+      [&](const std::string& option, const std::string& path) {
+        return std::vector<std::string>{gpumem_binary(), "report", option, path, good_};
+      });
 }
 
 // A run file is anyone's input: its host, device names and schema must not drive the terminal

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include <gtest/gtest.h>
+
 #include "cli/command_runner.hpp"
 
 namespace gpumem::testing {
@@ -66,6 +68,25 @@ bool SpecialFiles::unchanged(std::string* what) const {
     return false;
   }
   return true;
+}
+
+void SpecialFiles::expect_refused(const std::string& command,
+                                  const std::vector<std::string>& options, const Argv& argv_for,
+                                  const Check& also) const {
+  for (const std::string& option : options) {
+    for (const SpecialFile& file : files_) {
+      const CommandResult result = run_command(argv_for(option, file.path));
+      EXPECT_EQ(result.exit_code, 2) << option << " " << file.path << ": " << result.err;
+      EXPECT_EQ(result.err.rfind(
+                    command + ": " + option + ": cannot write " + file.path + ": it is a ", 0),
+                0u)
+          << result.err;
+      EXPECT_EQ(result.out, "") << option << " " << file.path;
+      if (also) also(option, file.path, result);
+      std::string what;
+      ASSERT_TRUE(unchanged(&what)) << option << ": " << what;
+    }
+  }
 }
 
 }  // namespace gpumem::testing

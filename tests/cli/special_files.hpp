@@ -5,8 +5,11 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "cli/command_runner.hpp"
 
 namespace gpumem::testing {
 
@@ -27,6 +30,16 @@ class SpecialFiles {
   const std::vector<SpecialFile>& files() const { return files_; }
   // Whether every one is still what it was (and the linked regular file still holds its text).
   bool unchanged(std::string* what) const;
+
+  // Runs `argv_for(option, path)` for each option and each of these files and expects each
+  // refused before anything happens: status 2, stderr starting "<command>: <option>: cannot
+  // write <path>: it is a", nothing on stdout, every file as it was; `also` checks more.
+  using Argv =
+      std::function<std::vector<std::string>(const std::string& option, const std::string& path)>;
+  using Check = std::function<void(const std::string& option, const std::string& path,
+                                   const CommandResult& result)>;
+  void expect_refused(const std::string& command, const std::vector<std::string>& options,
+                      const Argv& argv_for, const Check& also = {}) const;
 
  private:
   std::string folder_;
