@@ -157,7 +157,10 @@ TEST(simPidNamespace, InsideAContainerProcessesAreNamedByTheirHostPids) {
   const std::string go = folder + "/go", out = folder + "/out";
   const std::string tool = quoted(sim_path("gpumem-sim"));
   const std::string script = folder + "/inside.sh";
-  std::ofstream(script) << tool << " workload 'alloc a 10MiB; print ready; wait_for " << go
+  // `out` exists before the loop reads it: the background job's redirection may come later (a
+  // "No such file" from grep on a loaded machine was once the shell's output).
+  std::ofstream(script) << ": > " << out << "\n"
+                        << tool << " workload 'alloc a 10MiB; print ready; wait_for " << go
                         << "' > " << out << " &\n"
                         << "while ! grep -q ready " << out << "; do sleep 0.01; done\n"
                         << tool << " show\ntouch " << go << "\nwait\n";
@@ -168,7 +171,8 @@ TEST(simPidNamespace, InsideAContainerProcessesAreNamedByTheirHostPids) {
              " && exec unshare --pid --fork --mount-proc env GPUMEM_SIM_HOST_PROC=" + host_proc +
              " sh " + script));
   ASSERT_EQ(container.status, 0) << container.out;
-  const auto state = nlohmann::json::parse(container.out);
+  const auto state = nlohmann::json::parse(container.out, nullptr, false);
+  ASSERT_FALSE(state.is_discarded()) << container.out;
   const auto& processes = state["devices"][0]["processes"];
   ASSERT_EQ(processes.size(), 1u) << container.out;
   EXPECT_GT(processes[0]["pid"].get<unsigned>(), 2u);  // not the namespace's own pid
