@@ -344,7 +344,10 @@ TEST(HttpServer, AResponseNobodyReadsGoesBeforeAnIdleConnection) {
   EXPECT_EQ(body_of(idle.read_response()), "up 1\n");
   auto stuck = stuck_writer(server.port());
   wait_for_requests(server, 2);
-  std::this_thread::sleep_for(500ms);  // its client has taken nothing for that long
+  // Its client has taken nothing for that long: the server filled the socket's buffers (slow
+  // under ThreadSanitizer on a loaded machine, where 500 ms was once too short) and then 250 ms
+  // passed without progress.
+  std::this_thread::sleep_for(1500ms);
   EXPECT_EQ(body_of(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")), "up 1\n");
   EXPECT_EQ(server.stats().evicted_connections.load(), 1u);
   // The idle one is still there.
