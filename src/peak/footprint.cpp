@@ -27,6 +27,7 @@ struct Pool {
   CUmemoryPool pool = nullptr;
   int device = 0;
   std::int64_t counted = 0;  // the reservation this pool has put into the device's level
+  bool seen = false;         // its reservation was read at least once (first_sight() then)
 };
 
 struct DeviceState {
@@ -34,6 +35,9 @@ struct DeviceState {
   std::int64_t other = 0;    // context, modules, rounding: the level NVML shows beyond the events
   bool graphs_seen = false;  // read at least once
   bool reconciled = false;   // the last reconciliation found this process in NVML's list
+  // A reservation was first seen since the last reconciliation (first_sight()): the next
+  // public call settles `other` by a reading.
+  bool unsettled = false;
   CUmemoryPool current_pool = nullptr;
 };
 
@@ -57,23 +61,42 @@ bool valid(int device) noexcept {
   return device >= 0 && device < kMaxDevices;
 }
 
-// Moves the level by `delta` attributed to pools or graphs. What NVML had already shown of it
-// was counted as `other`: that part moves from one to the other rather than rising twice.
-// In attribution mode a reservation is a block too (`key`, now `total` bytes), with the stack of
-// the call that first made it grow.
-void attribute(DeviceState& device_state, int device, std::int64_t delta, std::uint64_t key,
-               std::int64_t total, BlockKind kind) noexcept {
+// The ledger's rule: a pool's or the graphs' part moves only by its own driver-reported change,
+// and never against another part. In attribution mode a reservation is a block too (`key`, now
+// `total` bytes), with the stack of the call that first made it grow.
+void move_part(int device, std::int64_t delta, std::uint64_t key, std::int64_t total,
+               BlockKind kind) noexcept {
   if (!valid(device) || delta == 0) return;
-  const std::int64_t moved = delta > 0 ? std::min(delta, device_state.other) : 0;
-  device_state.other -= moved;
-  if (!attribution::active()) return account_exact(device, delta - moved);
+  if (!attribution::active()) return account_exact(device, delta);
   attribution::BlockEvent event;
   event.key = key;
   event.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, total));
   event.kind = static_cast<std::uint8_t>(kind);
   event.resize = true;
   if (delta > 0) event.stack = gpumem::attribution::capture_stack();
-  account_exact(device, delta - moved, &event);
+  account_exact(device, delta, &event);
+}
+
+// The first reading of a reservation (`reserved` bytes) that may have existed before gpumem saw
+// it: what of it NVML had shown at the last reconciliation is in `other` already, what grew since
+// is not, and only a reading can tell the two apart. Until that reading (settle(), right after
+// the caller lets go of the mutex) the part is taken from `other` as far as it goes, so the level
+// is never above the device's figure; the reading then sets `other` to what NVML shows beyond the
+// parts. Requires state().mutex.
+void first_sight(DeviceState& device_state, int device, std::int64_t reserved, std::uint64_t key,
+                 BlockKind kind) noexcept {
+  if (!valid(device)) return;
+  const std::int64_t from_other = std::min(std::max<std::int64_t>(0, reserved), device_state.other);
+  device_state.other -= from_other;
+  if (reserved > 0 && device_state.reconciled) device_state.unsettled = true;
+  if (!attribution::active()) return account_exact(device, reserved - from_other);
+  attribution::BlockEvent event;
+  event.key = key;
+  event.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, reserved));
+  event.kind = static_cast<std::uint8_t>(kind);
+  event.resize = true;
+  if (reserved > 0) event.stack = gpumem::attribution::capture_stack();
+  account_exact(device, reserved - from_other, &event);
 }
 
 std::uint64_t pool_key(CUmemoryPool pool) noexcept {
@@ -99,8 +122,14 @@ std::optional<std::int64_t> pool_reservation(CUmemoryPool pool) noexcept {
 void refresh(State& s, Pool& pool) noexcept {
   const std::optional<std::int64_t> reserved = pool_reservation(pool.pool);
   if (!reserved) return;
-  attribute(s.devices[pool.device], pool.device, *reserved - pool.counted, pool_key(pool.pool),
-            *reserved, BlockKind::pool);
+  if (pool.seen) {
+    move_part(pool.device, *reserved - pool.counted, pool_key(pool.pool), *reserved,
+              BlockKind::pool);
+  } else {
+    first_sight(s.devices[pool.device], pool.device, *reserved, pool_key(pool.pool),
+                BlockKind::pool);
+    pool.seen = true;
+  }
   pool.counted = *reserved;
 }
 
@@ -122,7 +151,7 @@ Pool* known_pool(State& s, CUmemoryPool pool, int device) {
   const auto found = std::find_if(s.pools.begin(), s.pools.end(),
                                   [&](const Pool& known) { return known.pool == pool; });
   if (found != s.pools.end()) return &*found;
-  s.pools.push_back(Pool{pool, device, 0});
+  s.pools.push_back(Pool{pool, device, 0, false});
   s.any_reservation.store(true, std::memory_order_relaxed);
   return &s.pools.back();
 }
@@ -138,8 +167,13 @@ void refresh_graphs_locked(State& s, int device) noexcept {
     return;
   }
   DeviceState& device_state = s.devices[device];
-  attribute(device_state, device, static_cast<std::int64_t>(reserved) - device_state.graphs,
-            graph_key(device), static_cast<std::int64_t>(reserved), BlockKind::graph);
+  if (device_state.graphs_seen) {
+    move_part(device, static_cast<std::int64_t>(reserved) - device_state.graphs, graph_key(device),
+              static_cast<std::int64_t>(reserved), BlockKind::graph);
+  } else {
+    first_sight(device_state, device, static_cast<std::int64_t>(reserved), graph_key(device),
+                BlockKind::graph);
+  }
   device_state.graphs = static_cast<std::int64_t>(reserved);
   device_state.graphs_seen = true;
   s.any_reservation.store(true, std::memory_order_relaxed);
@@ -160,6 +194,26 @@ std::optional<std::uint64_t> own_usage(int device, bool listed_before) noexcept 
 
 std::atomic<bool> g_reconciliation{true};
 
+// Reconciles the devices where a reservation was first seen (first_sight()). Called without the
+// mutex, after the call that saw it. Where a reading is refused (another thread in a traced call)
+// the device stays unsettled, and the next call or reading tries again.
+void settle() noexcept {
+  State& s = state();
+  bool any = false;
+  bool unsettled[kMaxDevices] = {};
+  {
+    const std::lock_guard lock(s.mutex);
+    for (int device = 0; device < kMaxDevices; ++device) {
+      unsettled[device] = s.devices[device].unsettled;
+      any = any || unsettled[device];
+    }
+  }
+  if (!any) return;
+  for (int device = 0; device < kMaxDevices; ++device) {
+    if (unsettled[device]) reconcile(device);
+  }
+}
+
 }  // namespace
 
 void pool_used(CUmemoryPool pool, int device) noexcept {
@@ -174,6 +228,7 @@ void pool_used(CUmemoryPool pool, int device) noexcept {
   } catch (...) {
     // Out of memory for the pool list: this pool's reservation goes unseen by events.
   }
+  settle();
 }
 
 void pool_destroyed(CUmemoryPool pool) noexcept {
@@ -200,19 +255,28 @@ void current_pool_changed(int device) noexcept {
 
 void refresh_pools(int device) noexcept {
   State& s = state();
-  const std::lock_guard lock(s.mutex);
-  for (Pool& pool : s.pools) {
-    if (device < 0 || pool.device == device) refresh(s, pool);
+  {
+    const std::lock_guard lock(s.mutex);
+    for (Pool& pool : s.pools) {
+      if (device < 0 || pool.device == device) refresh(s, pool);
+    }
   }
+  settle();
 }
 
 void refresh_graphs(int device) noexcept {
   State& s = state();
-  const std::lock_guard lock(s.mutex);
-  if (valid(device)) return refresh_graphs_locked(s, device);
-  for (int each = 0; each < kMaxDevices; ++each) {
-    if (s.devices[each].graphs_seen) refresh_graphs_locked(s, each);
+  {
+    const std::lock_guard lock(s.mutex);
+    if (valid(device)) {
+      refresh_graphs_locked(s, device);
+    } else {
+      for (int each = 0; each < kMaxDevices; ++each) {
+        if (s.devices[each].graphs_seen) refresh_graphs_locked(s, each);
+      }
+    }
   }
+  settle();
 }
 
 void synchronized() noexcept {
@@ -253,6 +317,7 @@ bool reconcile(int device) noexcept {
     const std::int64_t level = target->level();
     if (usage && (level != before || !quiet_before || quiet_after != quiet_before)) continue;
     device_state.reconciled = usage.has_value();
+    device_state.unsettled = false;  // settled by this reading, or nothing to settle against
     if (!usage) return false;
     const std::int64_t events = level - device_state.other;
     const std::int64_t other =

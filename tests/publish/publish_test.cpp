@@ -392,9 +392,11 @@ TEST_F(Publish, AFloodOfForgedFilesCannotHideARunningPublisher) {
   EXPECT_EQ(contents.traces.size(), 1024u);
   EXPECT_EQ(contents.dropped, 92u);
   EXPECT_EQ(contents.malformed, 0u);
+  // Counted by scope, not pid: the flood's pids run from 1 to 1,100, and in a container this test's
+  // own pid is often among them (a forged record of it is a dead publisher: its start time differs).
   int real = 0;
   for (const PublishedTrace& t : contents.traces) {
-    real += t.pid == static_cast<unsigned>(::getpid()) ? 1 : 0;
+    real += t.scope.starts_with("real ") ? 1 : 0;
   }
   EXPECT_EQ(real, 16);
 }
