@@ -106,19 +106,20 @@ PYTHON_PID=$!
 # The Prometheus, Python and reliability tests run in build/ only: the last measures latencies.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-sanitized() {  # build-dir, sanitizers, cmake arguments…, then -- and ctest arguments
-  local dir=$1 sanitize=$2
-  shift 2
+sanitized() {  # build-dir, build type, sanitizers, cmake arguments…, then -- and ctest arguments
+  local dir=$1 type=$2 sanitize=$3
+  shift 3
   local args=()
   while (($#)) && [ "$1" != -- ]; do args+=("$1"); shift; done
   (($#)) && shift
-  tree "$dir" -DCMAKE_BUILD_TYPE=Debug -DGPUMEM_SANITIZE="$sanitize" "${GPUMEM_BUILD_FLAGS[@]}" \
-    -DGPUMEM_BUILD_PYTHON=OFF "${args[@]}"
+  tree "$dir" -DCMAKE_BUILD_TYPE="$type" -DGPUMEM_SANITIZE="$sanitize" "${GPUMEM_BUILD_FLAGS[@]}" \
+    "${args[@]}"
   ctest --test-dir "$dir" --output-on-failure -j "$JOBS" -E "prometheus|python|reliability" "$@"
 }
-# The benchmarks are built here (not run), for their warnings.
-stage "tests under -fsanitize=address,undefined (build-asan/)" \
-  sanitized build-asan address,undefined -DGPUMEM_BUILD_BENCH=ON -- -LE stress
+# g++ in Debug. The benchmarks are built here (not run), for their warnings.
+stage "tests under -fsanitize=address,undefined, g++ Debug (build-asan/)" \
+  sanitized build-asan Debug address,undefined -DGPUMEM_BUILD_PYTHON=OFF -DGPUMEM_BUILD_BENCH=ON \
+  -- -LE stress
 
 python_package() {
   local status=0
@@ -129,10 +130,12 @@ python_package() {
 }
 stage "the Python package (isolated build, twine, fresh venv, mypy)" python_package
 
-# The stress harness (label stress: the multi-process runs, again and again under CPU load) runs
-# once, here, where the slowest timing makes the widest windows.
-stage "tests under -fsanitize=thread, and the stress harness (build-tsan/)" \
-  sanitized build-tsan thread -DGPUMEM_BUILD_BENCH=OFF
+# g++ in Release: at -O3 its warnings differ (what users build, the Python extension compiled
+# too, not run under ThreadSanitizer). The stress harness (label stress: the multi-process runs,
+# again and again under CPU load) runs once, here, where the slowest timing makes the widest
+# windows.
+stage "tests under -fsanitize=thread, g++ Release, and the stress harness (build-tsan/)" \
+  sanitized build-tsan Release thread -DGPUMEM_BUILD_BENCH=OFF
 
 release() {  # build-dir, C compiler, C++ compiler, cmake arguments…, then -- and the targets
   local dir=$1 cc=$2 cxx=$3
@@ -141,10 +144,6 @@ release() {  # build-dir, C compiler, C++ compiler, cmake arguments…, then -- 
     "${GPUMEM_BUILD_FLAGS[@]}" "$@"
   echo "$cxx: built warning-free in Release"
 }
-# g++ at -O3 (whose warnings differ): what users build, the Python extension and the CLI's tests.
-stage "Release with g++, warnings as errors (build-release/)" \
-  release build-release gcc g++ -- gpumem gpumem_static gpumem_cli gpumem_sim seed_examples \
-  gpumem_native gpumem_cli_tests
 # clang++, as a user's plain configure builds: every source compiled on its own (no unity build),
 # so a source that leans on another's includes fails here.
 stage "Release with clang++, each source alone (build-clang/)" \
