@@ -103,6 +103,14 @@ class AttributionSnapshot:
         return int(self._snapshot.get("live_bytes", 0))
 
     @property
+    def context_bytes(self) -> Optional[int]:
+        """The part of ``level_bytes`` that is the process's context, modules and the driver's
+        rounding (NVML's figure for it beyond its blocks), or None where the document does not
+        tell it apart (then it is in what the level holds without a block)."""
+        value = self._snapshot.get("context_bytes")
+        return None if value is None else int(value)
+
+    @property
     def blocks(self) -> List[Dict[str, Any]]:
         return list(self._snapshot.get("blocks") or [])
 

@@ -310,6 +310,67 @@ TEST(RunAttribution, TheViewsReadTheRunsDocument) {
   EXPECT_NE(top.out.find(std::to_string(kWeights) + "B"), std::string::npos) << top.out;
 }
 
+// Issue 19: the HTML report's card said "peak level 1.6 GiB" where the terminal said "peak 2.1
+// GiB process footprint": the measured process's snapshot had no context. Now the context the
+// monitor found is a named part of the snapshot's level, which is the run's peak in every view.
+struct ContextRun {
+  std::string folder;
+  CommandResult result;
+  nlohmann::json summary;
+  nlohmann::json peak;  // the document's peak snapshot
+};
+
+ContextRun run_with_context(const std::string& script) {
+  ContextRun run;
+  run.folder = temporary_folder();
+  run.result =
+      run_command({gpumem_binary(), "run", "-i", "0.005", "--json", run.folder + "/run.json",
+                   "--attribute", run.folder + "/a.json", "--html", run.folder + "/r.html", "--",
+                   sim_tool(), "workload", script});
+  const std::string summary = read_file(run.folder + "/run.json");
+  if (!summary.empty()) run.summary = nlohmann::json::parse(summary);
+  const std::string text = read_file(run.folder + "/a.json");
+  if (text.empty()) return run;
+  const nlohmann::json document = nlohmann::json::parse(text);
+  for (const auto& snapshot : document["snapshots"]) {
+    if (snapshot["what"] == "peak") run.peak = snapshot;
+  }
+  return run;
+}
+
+TEST(RunAttribution, TheSnapshotsLevelIsTheRunsPeakWithTheContextNamed) {
+  SimGpu gpu(R"({"devices": [{"name": "NVIDIA H200", "total_mib": 143771, "context_mib": 500}]})");
+  const ContextRun run =
+      run_with_context("alloc a 100MiB; sleep 150ms; spike 50MiB 1ms; sleep 150ms");
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  ASSERT_FALSE(run.peak.is_null()) << run.result.err;
+  const auto& device = run.summary["devices"][0];
+  ASSERT_EQ(device["peak_bytes"], 650 * MiB) << device.dump(2);
+  EXPECT_EQ(run.peak["live_bytes"], 150 * MiB);
+  EXPECT_EQ(run.peak["context_bytes"], 500 * MiB);
+  EXPECT_EQ(run.peak["level_bytes"], device["peak_bytes"]);  // one peak, every view
+  EXPECT_NE(run.result.err.find("level 650.0 MiB: 150.0 MiB in 2 live blocks from 1 stack, "
+                                "500.0 MiB context and modules, 0 B held without a block"),
+            std::string::npos)
+      << run.result.err;
+  EXPECT_NE(run.result.err.find("(context and modules)"), std::string::npos) << run.result.err;
+  const CommandResult views = run_command({gpumem_binary(), "attribution", run.folder + "/a.json"});
+  ASSERT_EQ(views.exit_code, 0) << views.err;
+  EXPECT_NE(views.out.find("500.0 MiB context and modules"), std::string::npos) << views.out;
+  EXPECT_EQ(views.err.find("warning"), std::string::npos) << views.err;
+}
+
+// A spike made before the monitor's first sample: the context found after it stood under it.
+TEST(RunAttribution, ASpikeBeforeTheFirstSampleHasTheContextFoundAfterIt) {
+  SimGpu gpu(R"({"devices": [{"name": "NVIDIA H200", "total_mib": 143771, "context_mib": 500}]})");
+  const ContextRun run = run_with_context("alloc a 100MiB; free a; sleep 150ms");
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  ASSERT_FALSE(run.peak.is_null()) << run.result.err;
+  EXPECT_EQ(run.summary["devices"][0]["peak_bytes"], 600 * MiB);
+  EXPECT_EQ(run.peak["context_bytes"], 500 * MiB);
+  EXPECT_EQ(run.peak["level_bytes"], 600 * MiB);
+}
+
 TEST(RunAttribution, ARunWithoutAttributeWritesNoSnapshots) {
   SimGpu gpu;
   const std::string tmp = temporary_folder();

@@ -180,6 +180,20 @@ void name_other_processes(attribution::Snapshot& snapshot, const RunMonitor& mon
   }
 }
 
+// A measured process counts only its events (it reads no NVML): its context, modules and the
+// driver's rounding are what the monitor's reconciliation found NVML showing it hold beyond
+// them, then. They join the snapshot's level as a named part, so that the level is the process
+// footprint, the figure the run's summary gives.
+void add_context(attribution::Snapshot& snapshot, const RunMonitor& monitor,
+                 const std::optional<ProcessKey>& writer) {
+  if (!writer || !snapshot.monotonic_ns || snapshot.context_bytes) return;
+  const std::optional<std::int64_t> context =
+      monitor.context_at(*writer, snapshot.device, *snapshot.monotonic_ns);
+  if (!context) return;
+  snapshot.context_bytes = *context;
+  snapshot.level_bytes += *context;
+}
+
 }  // namespace
 
 attribution::Document combine_attribution(const std::string& folder, const std::string& command,
@@ -214,6 +228,7 @@ attribution::Document combine_attribution(const std::string& folder, const std::
       if (snapshot.monotonic_ns)
         snapshot.time_s = static_cast<double>(*snapshot.monotonic_ns - monitor.start_ns()) / 1e9;
       if (snapshot.what == "oom") name_other_processes(snapshot, monitor, writer);
+      add_context(snapshot, monitor, writer);
     }
     append(document, std::move(*part));
   }

@@ -200,6 +200,22 @@ void RunMonitor::drain_events(bool final) {
                      });
 }
 
+std::optional<std::int64_t> RunMonitor::context_at(const ProcessKey& key, int ordinal,
+                                                   std::int64_t monotonic_ns) const {
+  const auto process = context_history_.find(key);
+  if (process == context_history_.end()) return std::nullopt;
+  const auto device = process->second.find(ordinal);
+  if (device == process->second.end() || device->second.empty()) return std::nullopt;
+  const ContextSteps& steps = device->second;
+  // The first estimate read after the moment; the one before it, if any, stood at the moment.
+  const auto after =
+      std::upper_bound(steps.begin(), steps.end(), monotonic_ns,
+                       [](std::int64_t at, const std::pair<std::int64_t, std::int64_t>& step) {
+                         return at < step.first;
+                       });
+  return after == steps.begin() ? after->second : std::prev(after)->second;
+}
+
 std::vector<RunMonitor::UnmeasuredDevice> RunMonitor::unmeasured_devices() const {
   std::vector<UnmeasuredDevice> found;
   if (counters_ == nullptr) return found;
@@ -381,9 +397,13 @@ void RunMonitor::sample(bool final) {
         const auto reading = held.find(member->key);
         // Only a reading no call overlapped tells the context apart from the events; the last
         // such estimate stands in for the others.
-        if (reading != held.end() && reading->second.quiet)
-          contexts_[member->key][ordinal] =
-              std::max<std::int64_t>(0, bytes - reading->second.bytes);
+        if (reading != held.end() && reading->second.quiet) {
+          const std::int64_t context = std::max<std::int64_t>(0, bytes - reading->second.bytes);
+          contexts_[member->key][ordinal] = context;
+          ContextSteps& steps = context_history_[member->key][ordinal];
+          if (steps.empty() || steps.back().second != context)
+            steps.emplace_back(monotonic_ns(), context);
+        }
         const auto& contexts = contexts_[member->key];
         if (const auto known = contexts.find(ordinal);
             reading != held.end() && known != contexts.end()) {

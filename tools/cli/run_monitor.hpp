@@ -133,6 +133,11 @@ class RunMonitor {
   const HolderHistory& holders() const { return holders_; }
   // The ranks of the GPU processes (from their environments) and their peaks per device.
   std::vector<RankPeaks> rank_peaks() const { return ranks_.ranks(); }
+  // What NVML showed an exactly counted process holding on a device beyond its events (its
+  // context, modules, rounding) around `monotonic_ns`: the last estimate at or before it, else
+  // the first after it; nullopt when no reading of it was quiet (docs/peaks.md).
+  std::optional<std::int64_t> context_at(const ProcessKey& key, int ordinal,
+                                         std::int64_t monotonic_ns) const;
 
  private:
   void loop(double interval_s);
@@ -185,6 +190,10 @@ class RunMonitor {
   std::int32_t records_read_ = 0;
   // Per process and device ordinal: NVML's figure beyond the events.
   std::unordered_map<ProcessKey, std::unordered_map<int, std::int64_t>, ProcessKeyHash> contexts_;
+  // The same, each estimate that changed it with when it was read (monotonic ns), in time order.
+  using ContextSteps = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  std::unordered_map<ProcessKey, std::unordered_map<int, ContextSteps>, ProcessKeyHash>
+      context_history_;
   // Per track: the contexts summed at the last sample, per process.
   std::vector<std::unordered_map<ProcessKey, std::int64_t, ProcessKeyHash>> summed_contexts_;
 };

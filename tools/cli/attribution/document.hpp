@@ -65,8 +65,13 @@ struct Snapshot {
   int device = 0;
   double time_s = 0;
   std::optional<std::int64_t> monotonic_ns;  // the same moment on the host's monotonic clock
+  // The level: the blocks, the named parts below and what is held without a block, together.
   std::int64_t level_bytes = 0;
   std::int64_t live_bytes = 0;
+  // The part of the level that is the process's context, modules and the driver's rounding (what
+  // NVML showed it holding beyond its events); nullopt where the writer did not tell it apart
+  // (then it is held without a block).
+  std::optional<std::int64_t> context_bytes;
   std::vector<Block> blocks;
   std::optional<Failure> failure;
   std::vector<OtherProcess> other_processes;
@@ -74,9 +79,11 @@ struct Snapshot {
   // the device is unknown.
   std::optional<double> other_processes_age_s;
 
-  // What the level holds beyond the blocks it names (never below zero; see Document::warnings).
+  // What the level holds beyond the blocks and the named parts (never below zero; see
+  // Document::warnings).
   std::int64_t held_without_block() const {
-    return level_bytes > live_bytes ? level_bytes - live_bytes : 0;
+    const std::int64_t named = live_bytes + context_bytes.value_or(0);
+    return level_bytes > named ? level_bytes - named : 0;
   }
 };
 

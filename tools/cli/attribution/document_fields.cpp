@@ -118,6 +118,7 @@ Snapshot read_snapshot(const Object& object, std::size_t stacks, std::vector<std
                               std::numeric_limits<std::int64_t>::max());
   snapshot.level_bytes = object.bytes("level_bytes");
   snapshot.live_bytes = object.bytes("live_bytes");
+  snapshot.context_bytes = object.optional_bytes("context_bytes");
   const Json& blocks = object.list("blocks");
   if (streamed != nullptr) {
     snapshot.blocks = std::move(*streamed);
@@ -140,6 +141,11 @@ Snapshot read_snapshot(const Object& object, std::size_t stacks, std::vector<std
     warnings.push_back(object.where() + "level_bytes: " + format_bytes(snapshot.level_bytes) +
                        " is below the " + format_bytes(snapshot.live_bytes) +
                        " its blocks hold; the blocks are shown in full");
+  else if (snapshot.context_bytes &&
+           snapshot.level_bytes - snapshot.live_bytes < *snapshot.context_bytes)
+    warnings.push_back(object.where() + "level_bytes: " + format_bytes(snapshot.level_bytes) +
+                       " is below its blocks' " + format_bytes(snapshot.live_bytes) + " and its " +
+                       format_bytes(*snapshot.context_bytes) + " of context");
   if (const Json* failure = object.find("failure"); failure != nullptr && !failure->is_null()) {
     const Object entry(*failure, object.where() + "failure.");
     snapshot.failure = Failure{entry.bytes("bytes"),

@@ -62,6 +62,7 @@ nlohmann::ordered_json document_json(const Document& document) {
                          {"monotonic_ns", json_or_null(snapshot.monotonic_ns)},
                          {"level_bytes", snapshot.level_bytes},
                          {"live_bytes", snapshot.live_bytes},
+                         {"context_bytes", json_or_null(snapshot.context_bytes)},
                          {"blocks", std::move(blocks)},
                          {"failure", std::move(failure)},
                          {"other_processes", std::move(others)},

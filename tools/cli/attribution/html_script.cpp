@@ -69,7 +69,8 @@ const char* const kReportScript = R"js(
     if (s.pid !== null) text += ", pid " + s.pid;
     return text + ", at " + fmtSeconds(s.time_s);
   }
-  function heldWithoutBlock(s) { return Math.max(0, s.level_bytes - s.live_bytes); }
+  function contextBytes(s) { return s.context_bytes === undefined || s.context_bytes === null ? null : s.context_bytes; }
+  function heldWithoutBlock(s) { return Math.max(0, s.level_bytes - s.live_bytes - (contextBytes(s) || 0)); }
 
   // Each stack's bytes and blocks, most bytes first.
   function stackTotals(s) {
@@ -119,6 +120,11 @@ const char* const kReportScript = R"js(
     }
     let live = 0;
     for (const c of root.children.values()) live += c.bytes;
+    if (contextBytes(s) > 0) {
+      const c = child(root, "#context", () => ({ name: "(context and modules)", kind: "special", lines: [] }));
+      c.bytes = contextBytes(s);
+      live += c.bytes;
+    }
     if (heldWithoutBlock(s) > 0) {
       const c = child(root, "#held", () => ({ name: "(held without a block)", kind: "special", lines: [] }));
       c.bytes = heldWithoutBlock(s);
@@ -136,7 +142,7 @@ const char* const kReportScript = R"js(
       if (f.function === null && f.address !== null) text += " at " + f.address;
     }
     text += ": " + fmtBytes(node.bytes) + " (" + node.bytes + " bytes, " + share(node.bytes, total) + ")";
-    if (node.name !== "(held without a block)") text += " in " + node.blocks + (node.blocks === 1 ? " block" : " blocks");
+    if (node.name !== "(held without a block)" && node.name !== "(context and modules)") text += " in " + node.blocks + (node.blocks === 1 ? " block" : " blocks");
     return text;
   }
   function colour(name, kind) {
@@ -255,7 +261,8 @@ const char* const kReportScript = R"js(
     section.dataset.snapshot = index;
     section.append(el("h2", {}, title + ": " + describe(s)));
     section.append(el("p", { class: "muted" }, "level " + fmtBytes(s.level_bytes) + ": " + fmtBytes(s.live_bytes) +
-      " in " + s.blocks.length + " live blocks, " + fmtBytes(heldWithoutBlock(s)) +
+      " in " + s.blocks.length + " live blocks, " +
+      (contextBytes(s) === null ? "" : fmtBytes(contextBytes(s)) + " context and modules, ") + fmtBytes(heldWithoutBlock(s)) +
       " held without a block. Outermost frames at the top, width by bytes; click a box for the blocks under it."));
     if (s.failure) {
       const f = s.failure;
@@ -301,7 +308,9 @@ const char* const kReportScript = R"js(
     holder.append(cards);
     if (chosen.peak !== null) {
       const s = doc.snapshots[chosen.peak];
-      cards.append(card("peak", "Peak level", "peak-level", fmtBytes(s.level_bytes), { "data-bytes": s.level_bytes }),
+      // With the context named, the level is the process footprint, as the run's summary gives it.
+      const figure = contextBytes(s) === null ? "Peak level" : "Peak process footprint";
+      cards.append(card("peak", figure, "peak-level", fmtBytes(s.level_bytes), { "data-bytes": s.level_bytes }),
                    card("code", "Held most at the peak", "peak-top-function", topFunction(s)),
                    card("", "Live blocks at the peak", "peak-blocks", String(s.blocks.length), { "data-count": s.blocks.length }));
     }

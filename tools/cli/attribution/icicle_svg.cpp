@@ -56,13 +56,16 @@ std::string icicle_svg(const Document& document, const Snapshot& snapshot) {
          "font-weight=\"bold\">" +
          escape_markup("Live GPU memory by allocating stack: " + describe(document, snapshot)) +
          "</text>\n";
-  out += "<text x=\"" + number(kMargin) + "\" y=\"42\" font-family=\"sans-serif\">" +
-         escape_markup("level " + format_bytes(snapshot.level_bytes) + ", " +
-                       format_bytes(snapshot.live_bytes) + " in " +
-                       std::to_string(snapshot.blocks.size()) + " live blocks, " +
-                       format_bytes(snapshot.held_without_block()) +
-                       " held without a block; outermost frames at the top, width by bytes") +
-         "</text>\n";
+  out +=
+      "<text x=\"" + number(kMargin) + "\" y=\"42\" font-family=\"sans-serif\">" +
+      escape_markup(
+          "level " + format_bytes(snapshot.level_bytes) + ", " + format_bytes(snapshot.live_bytes) +
+          " in " + std::to_string(snapshot.blocks.size()) + " live blocks, " +
+          (snapshot.context_bytes ? format_bytes(*snapshot.context_bytes) + " context and modules, "
+                                  : std::string()) +
+          format_bytes(snapshot.held_without_block()) +
+          " held without a block; outermost frames at the top, width by bytes") +
+      "</text>\n";
   // Drawn without recursion: stacks may be deeper than the native stack likes.
   struct Pending {
     const IcicleNode* node;

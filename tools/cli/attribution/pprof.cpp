@@ -162,6 +162,12 @@ std::optional<std::string> pprof_profile(const Document& document, const Snapsho
       label->set_num(pid);
     }
   }
+  if (snapshot.context_bytes.value_or(0) > 0) {
+    pprof::Sample* sample = profile.add_sample();
+    sample->add_location_id(special_location("(context and modules)"));
+    sample->add_value(0);
+    sample->add_value(*snapshot.context_bytes);
+  }
   if (snapshot.held_without_block() > 0) {
     pprof::Sample* sample = profile.add_sample();
     sample->add_location_id(special_location("(held without a block)"));

@@ -80,6 +80,13 @@ std::unique_ptr<IcicleNode> icicle_tree(const Document& document, const Snapshot
   }
   std::int64_t live = 0;
   for (const auto& child : root->children) live += child->bytes;
+  if (snapshot.context_bytes.value_or(0) > 0) {
+    auto node = std::make_unique<IcicleNode>();
+    node->kind = IcicleNode::Kind::context;
+    node->bytes = *snapshot.context_bytes;
+    live += node->bytes;
+    root->children.push_back(std::move(node));
+  }
   if (snapshot.held_without_block() > 0) {
     auto node = std::make_unique<IcicleNode>();
     node->kind = IcicleNode::Kind::without_block;
@@ -110,6 +117,8 @@ std::string node_name(const Document& document, const IcicleNode& node) {
       return "all";
     case IcicleNode::Kind::no_stack:
       return "(no stack captured)";
+    case IcicleNode::Kind::context:
+      return "(context and modules)";
     case IcicleNode::Kind::without_block:
       return "(held without a block)";
     case IcicleNode::Kind::frame:
@@ -131,6 +140,8 @@ std::string node_details(const Document& document, const IcicleNode& node, std::
     }
     if (frame.module) text += " in " + *frame.module;
     if (!frame.function && frame.address) text += " at " + *frame.address;
+  } else if (node.kind == IcicleNode::Kind::context) {
+    text = "context and modules (NVML's figure for the process beyond its blocks)";
   } else if (node.kind == IcicleNode::Kind::without_block) {
     text = "held without a block (context, pool reservations beyond their blocks, rounding)";
   } else {
@@ -138,7 +149,7 @@ std::string node_details(const Document& document, const IcicleNode& node, std::
   }
   text += ": " + format_bytes(node.bytes) + " (" + std::to_string(node.bytes) + " bytes, " +
           format_share(node.bytes, total) + ")";
-  if (node.kind != IcicleNode::Kind::without_block)
+  if (node.kind != IcicleNode::Kind::without_block && node.kind != IcicleNode::Kind::context)
     text += " in " + std::to_string(node.blocks) + (node.blocks == 1 ? " block" : " blocks");
   return text;
 }

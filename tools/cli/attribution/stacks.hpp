@@ -25,7 +25,7 @@ std::vector<StackTotal> stack_totals(const Snapshot& snapshot);
 // One box of the icicle: a frame's function (frames of the same function and file under the
 // same caller are one box), what the blocks below it hold.
 struct IcicleNode {
-  enum class Kind { root, frame, no_stack, without_block };
+  enum class Kind { root, frame, no_stack, context, without_block };
   Kind kind = Kind::frame;
   std::optional<std::size_t> frame;  // the first frame merged into it (Kind::frame)
   std::vector<std::int64_t> lines;   // the lines merged, in the order met (at most a few)

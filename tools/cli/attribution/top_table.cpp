@@ -86,8 +86,10 @@ std::string top_table(const Document& document, const Snapshot& snapshot, std::s
   std::string level = "level " + format_bytes(snapshot.level_bytes) + ": " +
                       format_bytes(snapshot.live_bytes) + " in " +
                       plural(snapshot.blocks.size(), "live block", "live blocks") + " from " +
-                      plural(totals.size(), "stack", "stacks") + ", " +
-                      format_bytes(snapshot.held_without_block()) + " held without a block";
+                      plural(totals.size(), "stack", "stacks") + ", ";
+  if (snapshot.context_bytes)
+    level += format_bytes(*snapshot.context_bytes) + " context and modules, ";
+  level += format_bytes(snapshot.held_without_block()) + " held without a block";
   out += fit_line(level, options, ellipsis);
   if (snapshot.failure) {
     const Failure& failure = *snapshot.failure;
@@ -148,9 +150,13 @@ std::string top_table(const Document& document, const Snapshot& snapshot, std::s
   if (totals.size() > top)
     row(rest_bytes, std::to_string(rest_blocks),
         "(" + plural(totals.size() - top, "other stack", "other stacks") + ")", "", "");
+  if (snapshot.context_bytes.value_or(0) > 0)
+    row(*snapshot.context_bytes, "-", "(context and modules)", "",
+        "NVML's figure for the process beyond its blocks");
   if (snapshot.held_without_block() > 0)
     row(snapshot.held_without_block(), "-", "(held without a block)", "",
-        "context, pool reservations, rounding");
+        snapshot.context_bytes ? "pool reservations, rounding"
+                               : "context, pool reservations, rounding");
   if (columns[kBytes].cells.empty()) {
     out += "No memory was live.\n";
   } else {
