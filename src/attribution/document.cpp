@@ -1,29 +1,26 @@
-// The gpumem.attribution/1 document (docs/attribution.md), written with nlohmann-json.
+// The library's snapshots as a gpumem.attribution/1 document: converted into the one model
+// (gpumem/internal/attribution_document.hpp) and written by its one writer.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 
 #include "gpumem/attribution.hpp"
+#include "gpumem/internal/attribution_document.hpp"
 
-namespace gpumem {
+namespace gpumem::detail::attribution {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 std::string hex(std::uint64_t value) {
   char text[32];
   std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
   return text;
-}
-
-template <class T>
-Json or_null(const std::optional<T>& value) {
-  return value ? Json(*value) : Json(nullptr);
 }
 
 std::string command_line() {
@@ -42,127 +39,121 @@ std::string host_name() {
   return name;
 }
 
-Json frame_json(const StackFrame& frame) {
-  Json out;
-  out["function"] = or_null(frame.function);
-  out["file"] = or_null(frame.file);
-  out["line"] = or_null(frame.line);
-  out["module"] = or_null(frame.module);
-  out["address"] = frame.address ? Json(hex(*frame.address)) : Json(nullptr);
-  out["language"] = frame.python ? "python" : "native";
+Frame model_frame(const StackFrame& frame) {
+  Frame out;
+  out.function = frame.function;
+  out.file = frame.file;
+  if (frame.line) out.line = *frame.line;
+  out.module = frame.module;
+  if (frame.address) out.address = hex(*frame.address);
+  out.language = frame.python ? "python" : "native";
   return out;
 }
 
+// Frames and stacks of every snapshot, each distinct one once.
 struct Merged {
-  Json frames = Json::array();
-  Json stacks = Json::array();
-  std::map<std::string, std::size_t> frame_index;  // by the frame's JSON text
-  std::map<std::string, std::size_t> stack_index;
+  using FrameKey = std::tuple<std::optional<std::string>, std::optional<std::string>,
+                              std::optional<std::int64_t>, std::optional<std::string>,
+                              std::optional<std::string>, std::string>;
+  std::map<FrameKey, std::size_t> frame_index;
+  std::map<std::vector<std::size_t>, std::size_t> stack_index;
 };
 
-// Each snapshot's stacks, re-indexed into the document's (frames and stacks once each).
-std::vector<std::size_t> merge(const AttributionSnapshot& snapshot, Merged& merged) {
+// The snapshot's stacks as indices into the document's.
+std::vector<std::size_t> merge(const AttributionSnapshot& snapshot, Document& document,
+                               Merged& merged) {
   std::vector<std::size_t> frame_map;
   for (const StackFrame& frame : snapshot.frames) {
-    Json json = frame_json(frame);
-    const std::string key = json.dump();
-    const auto [it, added] = merged.frame_index.emplace(key, merged.frames.size());
-    if (added) merged.frames.push_back(std::move(json));
+    Frame model = model_frame(frame);
+    Merged::FrameKey key{model.function, model.file,    model.line,
+                         model.module,   model.address, model.language};
+    const auto [it, added] = merged.frame_index.emplace(std::move(key), document.frames.size());
+    if (added) document.frames.push_back(std::move(model));
     frame_map.push_back(it->second);
   }
   std::vector<std::size_t> stack_map;
   for (const auto& stack : snapshot.stacks) {
-    Json json = Json::array();
+    std::vector<std::size_t> frames;
     for (const std::size_t frame : stack) {
-      if (frame < frame_map.size()) json.push_back(frame_map[frame]);
+      if (frame < frame_map.size()) frames.push_back(frame_map[frame]);
     }
-    const std::string key = json.dump();
-    const auto [it, added] = merged.stack_index.emplace(key, merged.stacks.size());
-    if (added) merged.stacks.push_back(std::move(json));
+    const auto [it, added] = merged.stack_index.emplace(frames, document.stacks.size());
+    if (added) document.stacks.push_back(std::move(frames));
     stack_map.push_back(it->second);
   }
   return stack_map;
 }
 
-Json stack_ref(const std::optional<std::size_t>& stack, const std::vector<std::size_t>& map) {
-  return stack && *stack < map.size() ? Json(map[*stack]) : Json(nullptr);
+std::optional<std::size_t> stack_ref(const std::optional<std::size_t>& stack,
+                                     const std::vector<std::size_t>& map) {
+  if (stack && *stack < map.size()) return map[*stack];
+  return std::nullopt;
 }
 
-Json snapshot_json(const AttributionSnapshot& snapshot, const std::vector<std::size_t>& map) {
-  Json out;
-  out["what"] = snapshot.what;
-  out["scope"] = or_null(snapshot.scope);
-  out["pid"] = snapshot.pid;
-  out["device"] = snapshot.device;
-  out["time_s"] = snapshot.time_s;
-  out["monotonic_ns"] = snapshot.monotonic_ns;
-  out["level_bytes"] = snapshot.level_bytes;
-  out["live_bytes"] = snapshot.live_bytes;
-  out["attributed"] = snapshot.attributed;
-  Json blocks = Json::array();
+std::int64_t bytes(std::uint64_t value) {
+  return static_cast<std::int64_t>(
+      std::min<std::uint64_t>(value, static_cast<std::uint64_t>(INT64_MAX)));
+}
+
+Snapshot model_snapshot(const AttributionSnapshot& snapshot, const std::vector<std::size_t>& map) {
+  Snapshot out;
+  out.what = snapshot.what;
+  out.scope = snapshot.scope;
+  out.pid = snapshot.pid;
+  out.device = snapshot.device;
+  out.time_s = snapshot.time_s;
+  out.monotonic_ns = snapshot.monotonic_ns;
+  out.level_bytes = snapshot.level_bytes;
+  out.live_bytes = snapshot.live_bytes;
+  out.attributed = snapshot.attributed;
   for (const LiveBlock& block : snapshot.blocks) {
-    Json item;
-    item["address"] = hex(block.address);
-    item["bytes"] = block.bytes;
-    item["kind"] = std::string(to_string(block.kind));
-    item["age_s"] = block.age_s;
-    item["stack"] = stack_ref(block.stack, map);
-    item["pid"] = block.pid;
-    blocks.push_back(std::move(item));
+    out.blocks.push_back({hex(block.address), bytes(block.bytes),
+                          std::string(to_string(block.kind)), block.age_s,
+                          stack_ref(block.stack, map), block.pid});
   }
-  out["blocks"] = std::move(blocks);
   if (snapshot.failure) {
     const AllocationFailure& failure = *snapshot.failure;
-    out["failure"] = {{"bytes", failure.bytes},
-                      {"kind", std::string(to_string(failure.kind))},
-                      {"stack", stack_ref(failure.stack, map)},
-                      {"error", failure.error},
-                      {"free_bytes", failure.free_bytes},
-                      {"total_bytes", failure.total_bytes}};
-  } else {
-    out["failure"] = nullptr;
+    out.failure = Failure{bytes(failure.bytes),          std::string(to_string(failure.kind)),
+                          stack_ref(failure.stack, map), failure.error,
+                          bytes(failure.free_bytes),     bytes(failure.total_bytes)};
   }
-  Json others = Json::array();
-  for (const OtherProcess& process : snapshot.other_processes) {
-    others.push_back(
-        {{"pid", process.pid}, {"name", process.name}, {"used_bytes", process.used_bytes}});
+  for (const gpumem::OtherProcess& process : snapshot.other_processes) {
+    OtherProcess other;
+    other.pid = process.pid;
+    other.name = process.name;
+    other.used_bytes = bytes(process.used_bytes);
+    out.other_processes.push_back(std::move(other));
   }
-  out["other_processes"] = std::move(others);
-  out["other_processes_age_s"] =
-      snapshot.other_processes_age_s ? Json(*snapshot.other_processes_age_s) : Json(nullptr);
+  out.other_processes_age_s = snapshot.other_processes_age_s;
   return out;
 }
 
 }  // namespace
 
-std::string attribution_json(const std::vector<AttributionSnapshot>& snapshots) {
-  Json document;
-  document["schema"] = "gpumem.attribution/1";
-  document["command"] = command_line();
-  document["host"] = host_name();
-  Json devices = Json::array();
-  std::map<int, bool> seen;
+Document to_document(const std::vector<AttributionSnapshot>& snapshots) {
+  Document document;
+  document.command = command_line();
+  document.host = host_name();
   for (const AttributionSnapshot& snapshot : snapshots) {
+    if (document.device(snapshot.device) != nullptr) continue;
     const SnapshotDevice& device = snapshot.device_identity;
-    if (!seen.emplace(snapshot.device, true).second) continue;
-    devices.push_back({{"ordinal", snapshot.device},
-                       {"uuid", device.uuid.empty() ? Json(nullptr) : Json(device.uuid)},
-                       {"name", device.name.empty() ? Json(nullptr) : Json(device.name)},
-                       {"total_bytes", device.total_bytes}});
+    document.devices.push_back(
+        {snapshot.device, device.uuid, device.name, bytes(device.total_bytes)});
   }
-  document["devices"] = std::move(devices);
   Merged merged;
-  Json list = Json::array();
   for (const AttributionSnapshot& snapshot : snapshots) {
-    const std::vector<std::size_t> map = merge(snapshot, merged);
-    list.push_back(snapshot_json(snapshot, map));
+    const std::vector<std::size_t> map = merge(snapshot, document, merged);
+    document.snapshots.push_back(model_snapshot(snapshot, map));
   }
-  document["frames"] = std::move(merged.frames);
-  document["stacks"] = std::move(merged.stacks);
-  document["snapshots"] = std::move(list);
-  document["timeline"] = Json::array();
-  // A symbol that is not UTF-8 is written as U+FFFD rather than failing the document.
-  return document.dump(1, ' ', false, Json::error_handler_t::replace);
+  return document;
+}
+
+}  // namespace gpumem::detail::attribution
+
+namespace gpumem {
+
+std::string attribution_json(const std::vector<AttributionSnapshot>& snapshots) {
+  return detail::attribution::document_text(detail::attribution::to_document(snapshots));
 }
 
 std::string AttributionSnapshot::to_json() const {

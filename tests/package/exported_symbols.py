@@ -28,6 +28,13 @@ SEAMS = {
     # inline (implicit) members of a seam's struct, emitted where they are used
     "gpumem::detail::PublishedTrace::PublishedTrace",
     "gpumem::detail::PublishedTrace::~PublishedTrace",
+    "gpumem::detail::attribution::read_document",
+    "gpumem::detail::attribution::parse_document",
+    "gpumem::detail::attribution::stream_document",
+    "gpumem::detail::attribution::document_json",
+    "gpumem::detail::attribution::document_text",
+    "gpumem::detail::attribution::to_document",
+    "gpumem::detail::attribution::Document::device",
     "gpumem::support::record_diagnostic",
     "gpumem::driver::device_uuid",
     "gpumem::driver::uuid_text",
@@ -38,6 +45,12 @@ SEAMS = {
     "gpumem::peak::release_exact",
     "gpumem::peak::exact_status",
 }
+# The attribution document's model (gpumem/internal/attribution_document.hpp): its structs'
+# implicit members are emitted where they are used, so any of the seam's namespace is the seam.
+SEAM_NAMESPACES = ("gpumem::detail::attribution::",)
+# Mangled names of entities of namespace std (`St`) and __gnu_cxx, functions and members, const
+# or not: _ZSt…, _ZNSt…, _ZNKSt…, _ZN9__gnu_cxx…, _ZNK9__gnu_cxx…
+STANDARD_PREFIXES = ("_ZSt", "_ZNSt", "_ZNKSt", "_ZN9__gnu_cxx", "_ZNK9__gnu_cxx")
 # What the linker itself defines.
 LINKER = {"_init", "_fini", "__bss_start", "_edata", "_end"}
 PREFIXES = ("typeinfo for ", "typeinfo name for ", "vtable for ", "VTT for ",
@@ -70,11 +83,18 @@ def qualified(name: str) -> str:
 
 def main() -> int:
     library = sys.argv[1]
-    listing = subprocess.run(["nm", "-D", "--defined-only", "--demangle", library],
+    listing = subprocess.run(["nm", "-D", "--defined-only", library],
                              check=True, capture_output=True, text=True).stdout
-    names = [line.split(" ", 2)[2] for line in listing.splitlines() if line.count(" ") >= 2]
+    mangled = [line.split(" ", 2)[2] for line in listing.splitlines() if line.count(" ") >= 2]
+    demangled = subprocess.run(["c++filt"], input="\n".join(mangled), check=True,
+                               capture_output=True, text=True).stdout.splitlines()
     public, seams, wrong = set(), set(), []
-    for name in names:
+    for symbol, name in zip(mangled, demangled):
+        # An instantiation of a standard library template (on any type, gpumem's internal ones
+        # included: GCC gives a member template of std's default visibility where the optimiser
+        # does not inline it) is the standard library's entity, whatever its return type says.
+        if symbol.startswith(STANDARD_PREFIXES):
+            continue
         what = entity(name)
         if what in LINKER or what.startswith(("std::", "__gnu_cxx::")):
             continue
@@ -84,6 +104,8 @@ def main() -> int:
         base = qualified(what)
         if base in SEAMS:
             seams.add(base)
+        elif base.startswith(SEAM_NAMESPACES):
+            continue
         elif INTERNAL.match(base):
             wrong.append(name)
         else:

@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "attribution/document.hpp"
+#include "gpumem/internal/attribution_document.hpp"
 
-namespace gpumem::cli::attribution::fields {
+namespace gpumem::detail::attribution::fields {
 
 using Json = nlohmann::json;
 using Step = std::pair<double, std::int64_t>;
@@ -186,4 +186,4 @@ void check_indices(const Document& document, bool frames, bool stacks);
 // Reads the rest of the document from `root` (what the stream kept) into `document`.
 void finish_document(const Json& root, const Streamed& streamed, Document& document);
 
-}  // namespace gpumem::cli::attribution::fields
+}  // namespace gpumem::detail::attribution::fields

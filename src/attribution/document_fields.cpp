@@ -1,8 +1,6 @@
 #include "attribution/document_fields.hpp"
 
-#include "format.hpp"
-
-namespace gpumem::cli::attribution::fields {
+namespace gpumem::detail::attribution::fields {
 namespace {
 
 constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
@@ -119,6 +117,7 @@ Snapshot read_snapshot(const Object& object, std::size_t stacks, std::vector<std
   snapshot.level_bytes = object.bytes("level_bytes");
   snapshot.live_bytes = object.bytes("live_bytes");
   snapshot.context_bytes = object.optional_bytes("context_bytes");
+  snapshot.attributed = object.optional_flag("attributed");
   const Json& blocks = object.list("blocks");
   if (streamed != nullptr) {
     snapshot.blocks = std::move(*streamed);
@@ -137,15 +136,17 @@ Snapshot read_snapshot(const Object& object, std::size_t stacks, std::vector<std
     object.fail("live_bytes", std::to_string(snapshot.live_bytes) +
                                   " is not the sum of blocks[].bytes (" + std::to_string(sum) +
                                   ")");
+  // The fields' own values (bytes): the file says what they are.
   if (snapshot.level_bytes < snapshot.live_bytes)
-    warnings.push_back(object.where() + "level_bytes: " + format_bytes(snapshot.level_bytes) +
-                       " is below the " + format_bytes(snapshot.live_bytes) +
-                       " its blocks hold; the blocks are shown in full");
+    warnings.push_back(object.where() + "level_bytes: " + std::to_string(snapshot.level_bytes) +
+                       " is below the " + std::to_string(snapshot.live_bytes) +
+                       " bytes its blocks hold; the blocks are shown in full");
   else if (snapshot.context_bytes &&
            snapshot.level_bytes - snapshot.live_bytes < *snapshot.context_bytes)
-    warnings.push_back(object.where() + "level_bytes: " + format_bytes(snapshot.level_bytes) +
-                       " is below its blocks' " + format_bytes(snapshot.live_bytes) + " and its " +
-                       format_bytes(*snapshot.context_bytes) + " of context");
+    warnings.push_back(object.where() + "level_bytes: " + std::to_string(snapshot.level_bytes) +
+                       " is below its blocks' " + std::to_string(snapshot.live_bytes) +
+                       " bytes and its " + std::to_string(*snapshot.context_bytes) +
+                       " bytes of context");
   if (const Json* failure = object.find("failure"); failure != nullptr && !failure->is_null()) {
     const Object entry(*failure, object.where() + "failure.");
     snapshot.failure = Failure{entry.bytes("bytes"),
@@ -228,4 +229,4 @@ void finish_document(const Json& json, const Streamed& streamed, Document& docum
   }
 }
 
-}  // namespace gpumem::cli::attribution::fields
+}  // namespace gpumem::detail::attribution::fields

@@ -1,10 +1,21 @@
-#include "attribution/document.hpp"
-#include "json_null.hpp"
+// The one writer of gpumem.attribution/1: the model as JSON (docs/attribution.md).
+#include "gpumem/internal/attribution_document.hpp"
 
-namespace gpumem::cli::attribution {
+namespace gpumem::detail::attribution {
 namespace {
 
 using OrderedJson = nlohmann::ordered_json;
+
+// An optional value: the value, or null when there is none (the format's one spelling of
+// "absent").
+template <typename T>
+OrderedJson json_or_null(const std::optional<T>& value) {
+  return value ? OrderedJson(*value) : OrderedJson(nullptr);
+}
+// A text that is empty where it could not be read: null then.
+OrderedJson text_or_null(const std::string& text) {
+  return text.empty() ? OrderedJson(nullptr) : OrderedJson(text);
+}
 
 }  // namespace
 
@@ -12,8 +23,8 @@ nlohmann::ordered_json document_json(const Document& document) {
   OrderedJson devices = OrderedJson::array();
   for (const Device& device : document.devices)
     devices.push_back({{"ordinal", device.ordinal},
-                       {"uuid", device.uuid},
-                       {"name", device.name},
+                       {"uuid", text_or_null(device.uuid)},
+                       {"name", text_or_null(device.name)},
                        {"total_bytes", device.total_bytes}});
   OrderedJson frames = OrderedJson::array();
   for (const Frame& frame : document.frames)
@@ -54,7 +65,7 @@ nlohmann::ordered_json document_json(const Document& document) {
       if (process.in_run) other["rank"] = json_or_null(process.rank);
       others.push_back(std::move(other));
     }
-    snapshots.push_back({{"what", snapshot.what},
+    OrderedJson entry = {{"what", snapshot.what},
                          {"scope", json_or_null(snapshot.scope)},
                          {"pid", json_or_null(snapshot.pid)},
                          {"device", snapshot.device},
@@ -66,7 +77,9 @@ nlohmann::ordered_json document_json(const Document& document) {
                          {"blocks", std::move(blocks)},
                          {"failure", std::move(failure)},
                          {"other_processes", std::move(others)},
-                         {"other_processes_age_s", json_or_null(snapshot.other_processes_age_s)}});
+                         {"other_processes_age_s", json_or_null(snapshot.other_processes_age_s)}};
+    if (snapshot.attributed) entry["attributed"] = *snapshot.attributed;
+    snapshots.push_back(std::move(entry));
   }
   OrderedJson timeline = OrderedJson::array();
   for (const Timeline& series : document.timeline) {
@@ -84,4 +97,8 @@ nlohmann::ordered_json document_json(const Document& document) {
           {"timeline", std::move(timeline)}};
 }
 
-}  // namespace gpumem::cli::attribution
+std::string document_text(const Document& document) {
+  return document_json(document).dump(1, ' ', false, OrderedJson::error_handler_t::replace);
+}
+
+}  // namespace gpumem::detail::attribution

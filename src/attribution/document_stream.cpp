@@ -1,4 +1,4 @@
-#include "attribution/document_stream.hpp"
+#include "gpumem/internal/attribution_document.hpp"
 
 #include <limits>
 #include <new>
@@ -8,7 +8,7 @@
 
 #include "attribution/document_fields.hpp"
 
-namespace gpumem::cli::attribution {
+namespace gpumem::detail::attribution {
 namespace {
 
 using fields::BadField;
@@ -376,4 +376,4 @@ std::optional<Document> stream_document(std::string_view text, const std::string
   return read(text, text.size(), path, error);
 }
 
-}  // namespace gpumem::cli::attribution
+}  // namespace gpumem::detail::attribution
