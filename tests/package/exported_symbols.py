@@ -24,6 +24,7 @@ SEAMS = {
     "gpumem::detail::process_running",
     "gpumem::detail::process_start_time",
     "gpumem::detail::format_spool_record",
+    "gpumem::detail::parse_byte_size",
     "gpumem::detail::parse_spool_record",
     # inline (implicit) members of a seam's struct, emitted where they are used
     "gpumem::detail::PublishedTrace::PublishedTrace",

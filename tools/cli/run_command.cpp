@@ -28,6 +28,7 @@
 #include "path_template.hpp"
 #include "rank.hpp"
 #include "run_attribution.hpp"
+#include "run_budget.hpp"
 #include "run_counters.hpp"
 #include "run_monitor.hpp"
 #include "run_report.hpp"
@@ -50,6 +51,7 @@ struct RunOptions {
   std::string host;  // the node's name in the report; default: the host name
   double interval_s = 0.01;
   std::vector<int> devices;
+  std::vector<PeakBudget> budgets;  // --max-peak
   Mode mode = Mode::automatic;
   double wait_descendants_s = 60;
   bool no_wait_descendants = false;
@@ -298,6 +300,10 @@ int run_command(RunOptions options) {
       return 2;
     }
   }
+  if (const std::string error = budget_device_error(options.budgets, measured); !error.empty()) {
+    fail(error);
+    return 2;
+  }
 
   RunResult result;
   result.command = options.command;
@@ -391,6 +397,9 @@ int run_command(RunOptions options) {
   result.devices = monitor.devices();
   result.ranks = monitor.rank_peaks();
   judge_processes(inject.empty() ? nullptr : counters_file.counters(), monitor, result);
+  result.budgets = judge_budgets(result, options.budgets);
+  const bool over_budget = std::any_of(result.budgets.begin(), result.budgets.end(),
+                                       [](const BudgetVerdict& v) { return v.exceeded; });
   // Exact counts that no reported figure holds: say so, and why.
   std::string unmeasured;
   for (const RunMonitor::UnmeasuredDevice& device : monitor.unmeasured_devices()) {
@@ -407,6 +416,10 @@ int run_command(RunOptions options) {
     for (const std::string& warning : warnings) unmeasured += "gpumem: " + warning + "\n";
     unmeasured += attribution_summary(*attribution, 5);
   }
+  // The verdicts last, where a CI log's reader looks first.
+  if (!options.budgets.empty() && result.no_gpu)
+    unmeasured += "gpumem: --max-peak: no GPU measured, so no budget was checked\n";
+  unmeasured += budget_text(result.budgets);
   const attribution::Document* document = attribution ? &*attribution : nullptr;
   const SummaryStyle style{output_width(STDERR_FILENO), output_style(STDERR_FILENO).unicode};
   if (options.mode == Mode::exact && result.measured != Measured::exact) {
@@ -423,8 +436,11 @@ int run_command(RunOptions options) {
   std::cerr << summary_text(result, style)
             << (style.width ? wrap_lines(unmeasured, *style.width) : unmeasured);
   const bool written = write_reports(options, result, monitor, document);
-  // The command's status is the answer; a report that could not be written turns success into 1.
-  return (!written && result.exit.exit_code == 0) ? 1 : result.exit.exit_code;
+  // The command's status is the answer; a report that could not be written turns success into 1,
+  // a peak over its budget into over_budget_status.
+  if (result.exit.exit_code != 0) return result.exit.exit_code;
+  if (over_budget) return over_budget_status;
+  return written ? 0 : 1;
 }
 
 }  // namespace
@@ -469,6 +485,21 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 {"seconds", 0, 1e6});
   run->add_flag("--no-wait-descendants", options->no_wait_descendants,
                 "Stop when the command exits, whatever it left running");
+  run->add_option_function<std::vector<std::string>>(
+         "--max-peak",
+         [options](const std::vector<std::string>& values) {
+           for (const std::string& value : values) {
+             std::string error;
+             const std::optional<PeakBudget> budget = parse_budget(value, &error);
+             if (!budget) throw CLI::ValidationError("--max-peak " + value + ": " + error);
+             options->budgets.push_back(*budget);
+           }
+         },
+         "Exit with status 3 when the command's peak on a device exceeds SIZE (\"2 GiB\", "
+         "\"1.5GB\"); DEVICE=SIZE for one CUDA ordinal (repeatable). The command's own failure "
+         "status comes first")
+      ->type_name("[DEVICE=]SIZE")
+      ->allow_extra_args(false);
   // Everything from the command's name on belongs to the command, flags included.
   run->prefix_command();
   run->callback([options, run, &exit_code] {

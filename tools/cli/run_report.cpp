@@ -338,6 +338,10 @@ nlohmann::ordered_json summary_json(const RunResult& result) {
       {"host", result.host},
       {"gpumem_rank", own_rank_json(result.own_rank)},
       {"ranks", ranks_json(result)},
+      // --max-peak: each budgeted device's verdict (an empty list without budgets).
+      {"budgets", budget_json(result.budgets)},
+      {"budget_exceeded", std::any_of(result.budgets.begin(), result.budgets.end(),
+                                      [](const BudgetVerdict& v) { return v.exceeded; })},
   };
 }
 

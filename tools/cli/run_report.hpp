@@ -9,6 +9,7 @@
 
 #include "child_process.hpp"
 #include "rank_tracker.hpp"
+#include "run_budget.hpp"
 #include "run_monitor.hpp"
 
 namespace gpumem::cli {
@@ -54,6 +55,8 @@ struct RunResult {
   std::string host;              // the node gpumem ran on (--host, else its host name)
   RankInfo own_rank;             // from gpumem's own environment (one per node under srun)
   std::vector<RankPeaks> ranks;  // the GPU processes' ranks, from their environments
+  // --max-peak: the verdict on each device with a budget; empty without budgets.
+  std::vector<BudgetVerdict> budgets;
 };
 
 const char* to_string(Measured measured);
