@@ -57,7 +57,8 @@ TEST(RunBudget, ASpikeOverTheBudgetBetweenSamplesFailsTheRun) {
 
 TEST(RunBudget, WithinTheBudgetTheCommandsStatusStands) {
   SimGpu gpu(kOneH200WithContext);
-  const BudgetRun run = run_with_budgets({"650MiB"}, "alloc a 100MiB; spike 50MiB 1ms");
+  const BudgetRun run =
+      run_with_budgets({"650MiB"}, "alloc a 100MiB; spike 50MiB 1ms; sleep 100ms");
   EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
   EXPECT_NE(run.result.err.find("peak 650.0 MiB is within the --max-peak budget of 650.0 MiB "
                                 "(exact)"),
