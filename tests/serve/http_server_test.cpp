@@ -198,6 +198,24 @@ void wait_for_requests(const RunningServer& server, std::uint64_t count) {
   }
 }
 
+// Until no client has taken any response bytes for `quiet` (at most 30 s).
+void wait_until_no_progress(const RunningServer& server, std::chrono::milliseconds quiet) {
+  const auto give_up = std::chrono::steady_clock::now() + 30s;
+  std::uint64_t last = server.stats().response_bytes.load();
+  auto since = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(10ms);
+    const std::uint64_t now = server.stats().response_bytes.load();
+    if (now != last) {
+      last = now;
+      since = std::chrono::steady_clock::now();
+    } else if (std::chrono::steady_clock::now() - since >= quiet) {
+      return;
+    }
+  }
+  ADD_FAILURE() << "the server kept writing for 30 s";
+}
+
 // A bcrypt hash of `password` made by libxcrypt at `cost`.
 std::string bcrypt(const std::string& password, int cost) {
   char setting[CRYPT_GENSALT_OUTPUT_SIZE];
@@ -344,10 +362,10 @@ TEST(HttpServer, AResponseNobodyReadsGoesBeforeAnIdleConnection) {
   EXPECT_EQ(body_of(idle.read_response()), "up 1\n");
   auto stuck = stuck_writer(server.port());
   wait_for_requests(server, 2);
-  // Its client has taken nothing for that long: the server filled the socket's buffers (slow
-  // under ThreadSanitizer on a loaded machine, where 500 ms was once too short) and then 250 ms
-  // passed without progress.
-  std::this_thread::sleep_for(1500ms);
+  // Its client has taken nothing for twice the server's 250 ms: the server filled the socket's
+  // buffers and then made no progress. Told by the server's own count of bytes taken (a fixed
+  // wait was once too short under ThreadSanitizer on a loaded machine).
+  wait_until_no_progress(server, 500ms);
   EXPECT_EQ(body_of(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")), "up 1\n");
   EXPECT_EQ(server.stats().evicted_connections.load(), 1u);
   // The idle one is still there.

@@ -209,6 +209,7 @@ std::string render_exposition(const Snapshot& s, const ServingSample& serving) {
       {metrics::evicted_connections, number(serving.evicted_connections)},
       {metrics::bad_requests, number(serving.bad_requests)},
       {metrics::unauthorized_requests, number(serving.unauthorized_requests)},
+      {metrics::response_bytes, number(serving.response_bytes)},
       {metrics::spool_malformed, number(e.spool_malformed)},
       {metrics::spool_unreadable, number(e.spool_unreadable)},
       {metrics::spool_dropped, number(e.spool_dropped)},

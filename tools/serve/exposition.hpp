@@ -60,6 +60,7 @@ struct ServingSample {
   std::uint64_t evicted_connections = 0;
   std::uint64_t bad_requests = 0;
   std::uint64_t unauthorized_requests = 0;
+  std::uint64_t response_bytes = 0;
 };
 
 struct Snapshot {

@@ -305,7 +305,10 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
         stream_, *serializer_,
         [self = this->shared_from_this(), keep_alive](error_code error, std::size_t bytes) {
           if (error || self->closed_) return self->close_now();
-          if (bytes > 0) self->progress = Clock::now();
+          if (bytes > 0) {
+            self->progress = Clock::now();
+            self->server_.stats.response_bytes.fetch_add(bytes, std::memory_order_relaxed);
+          }
           if (!self->serializer_->is_done()) return self->write(keep_alive);
           self->serializer_.reset();
           keep_alive ? self->wait_for_request(false) : self->finish();

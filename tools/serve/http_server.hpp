@@ -48,6 +48,8 @@ struct HttpStats {
   std::atomic<std::uint64_t> evicted_connections{0};
   std::atomic<std::uint64_t> bad_requests{0};
   std::atomic<std::uint64_t> unauthorized_requests{0};
+  // What the clients have taken of the responses: it stops moving while no client reads.
+  std::atomic<std::uint64_t> response_bytes{0};
   std::atomic<std::uint64_t> open_connections{0};
 };
 

@@ -79,6 +79,9 @@ inline constexpr Family bad_requests{"gpumem_exporter_bad_requests_total", "coun
 inline constexpr Family unauthorized_requests{
     "gpumem_exporter_unauthorized_requests_total", "counter",
     "Requests refused for missing or wrong basic-authentication credentials."};
+inline constexpr Family response_bytes{
+    "gpumem_exporter_response_bytes_total", "counter",
+    "Bytes of responses the clients have taken (headers and bodies, before TLS)."};
 inline constexpr Family spool_malformed{
     "gpumem_exporter_spool_malformed_files", "gauge",
     "Spool files ignored at the last collection because they are not whole records."};

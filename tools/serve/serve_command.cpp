@@ -179,6 +179,7 @@ int run_serve(const ServeOptions& options) {
     serving.evicted_connections = stats->evicted_connections.load();
     serving.bad_requests = stats->bad_requests.load();
     serving.unauthorized_requests = stats->unauthorized_requests.load();
+    serving.response_bytes = stats->response_bytes.load();
     static const Snapshot kNone;
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
                         render_exposition(latest.snapshot ? *latest.snapshot : kNone, serving)};
