@@ -268,10 +268,10 @@ attribution::Document combine_attribution(const std::string& folder, const std::
   return document;
 }
 
-std::string attribution_summary(const attribution::Document& document, std::size_t top) {
+std::string attribution_summary(const attribution::Document& document, std::size_t top,
+                                const attribution::TextOptions& options) {
   std::string text;
   std::string error;
-  attribution::TextOptions options;
   if (const auto peak = attribution::choose_snapshot(document, "peak", &error)) {
     const attribution::Snapshot& snapshot = document.snapshots[*peak];
     text += "\ngpumem: at the highest process peak, who held the memory:\n";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attribution/document.hpp"
+#include "attribution/views.hpp"
 #include "gpumem/device.hpp"
 #include "run_monitor.hpp"
 
@@ -42,6 +43,7 @@ attribution::Document combine_attribution(const std::string& folder, const std::
 
 // What the terminal summary adds: the top stacks at the highest peak and at each
 // out-of-memory failure.
-std::string attribution_summary(const attribution::Document& document, std::size_t top);
+std::string attribution_summary(const attribution::Document& document, std::size_t top,
+                                const attribution::TextOptions& options);
 
 }  // namespace gpumem::cli

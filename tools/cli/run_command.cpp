@@ -36,6 +36,7 @@
 #include "svg_plot.hpp"
 #include "terminal.hpp"
 #include "usage.hpp"
+#include "width_options.hpp"
 
 extern char** environ;
 
@@ -52,6 +53,7 @@ struct RunOptions {
   double interval_s = 0.01;
   std::vector<int> devices;
   std::vector<PeakBudget> budgets;  // --max-peak
+  WidthFlags width;                 // of the summary on stderr
   Mode mode = Mode::automatic;
   double wait_descendants_s = 60;
   bool no_wait_descendants = false;
@@ -408,20 +410,22 @@ int run_command(RunOptions options) {
                   " counted): it is outside gpumem's own CUDA_VISIBLE_DEVICES or left out by "
                   "--device\n";
   }
+  const std::optional<std::size_t> width = chosen_width(options.width, STDERR_FILENO);
+  const TextStyle text_style = output_style(STDERR_FILENO);
   std::optional<attribution::Document> attribution;
   if (attributing) {
     std::vector<std::string> warnings;
     attribution = combine_attribution(attribution_folder.path(), joined_command(options.command),
                                       options.host, monitor, &warnings);
     for (const std::string& warning : warnings) unmeasured += "gpumem: " + warning + "\n";
-    unmeasured += attribution_summary(*attribution, 5);
+    unmeasured += attribution_summary(*attribution, 5, {width, text_style});
   }
   // The verdicts last, where a CI log's reader looks first.
   if (!options.budgets.empty() && result.no_gpu)
     unmeasured += "gpumem: --max-peak: no GPU measured, so no budget was checked\n";
   unmeasured += budget_text(result.budgets);
   const attribution::Document* document = attribution ? &*attribution : nullptr;
-  const SummaryStyle style{output_width(STDERR_FILENO), output_style(STDERR_FILENO).unicode};
+  const SummaryStyle style{width, text_style.unicode};
   if (options.mode == Mode::exact && result.measured != Measured::exact) {
     std::cerr << summary_text(result, style)
               << (style.width ? wrap_lines(unmeasured, *style.width) : unmeasured);
@@ -485,6 +489,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 {"seconds", 0, 1e6});
   run->add_flag("--no-wait-descendants", options->no_wait_descendants,
                 "Stop when the command exits, whatever it left running");
+  add_width_options(*run, options->width);
   run->add_option_function<std::vector<std::string>>(
          "--max-peak",
          [options](const std::vector<std::string>& values) {

@@ -41,62 +41,6 @@ bool device_used_by_command(const RunResult& result, const DeviceTrack& device) 
          device.tree_peak > 0 || device.mixed_peak > 0;
 }
 
-// The UTF-8 character that starts at `text[at]` ends before the returned index.
-std::size_t next_character(const std::string& text, std::size_t at) {
-  std::size_t end = at + 1;
-  while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;
-  return end;
-}
-
-// One line wrapped: words (split at spaces) fill each line up to `width` columns; the lines
-// after the first start with `indent`; a word wider than a line is broken between characters.
-std::string wrap_line(const std::string& line, std::size_t width, const std::string& indent) {
-  if (display_width(line) <= width) return line + "\n";
-  std::string out, current;
-  std::size_t current_width = 0;
-  const std::size_t indent_width = display_width(indent);
-  auto finish = [&] {
-    out += current + "\n";
-    current = indent;
-    current_width = indent_width;
-  };
-  std::size_t at = 0;
-  bool first_word = true;
-  while (at < line.size()) {
-    const std::size_t space = line.find(' ', at);
-    std::string word = line.substr(at, space == std::string::npos ? std::string::npos : space - at);
-    at = space == std::string::npos ? line.size() : space + 1;
-    const std::size_t word_width = display_width(word);
-    const bool line_start = first_word || current_width == indent_width;
-    if (!line_start && current_width + 1 + word_width <= width) {
-      current += " " + word;
-      current_width += 1 + word_width;
-      first_word = false;
-      continue;
-    }
-    if (!line_start) finish();
-    // Break a word wider than what is left of a fresh line.
-    while (current_width + display_width(word) > width && !word.empty()) {
-      std::size_t cut = 0, cut_width = 0;
-      while (cut < word.size()) {
-        const std::size_t next = next_character(word, cut);
-        const std::size_t w = display_width(std::string_view(word).substr(cut, next - cut));
-        if (current_width + cut_width + w > width && cut > 0) break;
-        cut_width += w;
-        cut = next;
-      }
-      current += word.substr(0, cut);
-      word = word.substr(cut);
-      finish();
-    }
-    current += word;
-    current_width += display_width(word);
-    first_word = false;
-  }
-  if (current_width > indent_width || first_word) out += current + "\n";
-  return out;
-}
-
 }  // namespace
 
 const char* to_string(Measured measured) {

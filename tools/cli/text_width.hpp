@@ -21,4 +21,9 @@ std::string truncate_to_width(std::string_view text, std::size_t width, std::str
 // UTF-8 each become '?'.
 std::string printable(std::string_view text);
 
+// `line` (no newline in it) wrapped to `width` columns, each line ended by a newline: words
+// (split at spaces) fill each line; the lines after the first start with `indent`; a word wider
+// than a line is broken between characters, never cut.
+std::string wrap_line(const std::string& line, std::size_t width, const std::string& indent);
+
 }  // namespace gpumem::cli

@@ -20,13 +20,15 @@ void add_width_options(CLI::App& command, WidthFlags& flags) {
       ->excludes(wide);
 }
 
+std::optional<std::size_t> chosen_width(const WidthFlags& flags, int fd) {
+  if (flags.wide) return std::nullopt;
+  return flags.width != 0 ? std::optional<std::size_t>(flags.width) : output_width(fd);
+}
+
 TableOptions stdout_table_options(const WidthFlags& flags) {
   TableOptions options;
   options.style = output_style(STDOUT_FILENO);
-  if (!flags.wide) {
-    options.width =
-        flags.width != 0 ? std::optional<std::size_t>(flags.width) : output_width(STDOUT_FILENO);
-  }
+  options.width = chosen_width(flags, STDOUT_FILENO);
   return options;
 }
 

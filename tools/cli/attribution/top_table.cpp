@@ -18,19 +18,63 @@ std::string plural(std::size_t count, const char* one, const char* many) {
   return std::to_string(count) + " " + (count == 1 ? one : many);
 }
 
+// The C runtime's frames under main (_start, __libc_start_main…): under every stack, telling
+// nothing, so left out of the callers.
+bool runtime_entry(const std::string& function) {
+  return function == "_start" || function.starts_with("__libc_start");
+}
+
 std::string callers(const Document& document, const std::vector<std::size_t>& stack,
                     const std::string& arrow) {
+  std::vector<std::string> names;
+  for (std::size_t depth = 1; depth < stack.size(); ++depth) {
+    std::string name = frame_function(document.frames[stack[depth]]);
+    if (!runtime_entry(name)) names.push_back(std::move(name));
+  }
   std::string text;
-  for (std::size_t depth = 1; depth < stack.size() && depth <= kCallersShown; ++depth)
-    text += (depth == 1 ? "" : arrow) + frame_function(document.frames[stack[depth]]);
-  if (stack.size() > kCallersShown + 1)
-    text += arrow + "(" + std::to_string(stack.size() - kCallersShown - 1) + " more)";
+  for (std::size_t at = 0; at < names.size() && at < kCallersShown; ++at)
+    text += (at == 0 ? "" : arrow) + names[at];
+  if (names.size() > kCallersShown)
+    text += arrow + "(" + std::to_string(names.size() - kCallersShown) + " more)";
   return printable(text);
 }
 
-std::string fit_line(const std::string& text, const TextOptions& options,
-                     const std::string& ellipsis) {
-  return (options.width ? truncate_to_width(text, *options.width, ellipsis) : text) + "\n";
+// A demangled function as a narrow table shows it: its parameter list elided
+// ("load_weights(…)") and the compiler's clone suffixes (" [clone .isra.0]") left out.
+std::string short_function(std::string name, const std::string& ellipsis) {
+  for (std::size_t clone;
+       name.ends_with("]") && (clone = name.rfind(" [clone ")) != std::string::npos;)
+    name.erase(clone);
+  if (!name.ends_with(")")) return name;
+  int depth = 0;
+  for (std::size_t at = name.size(); at-- > 0;) {
+    if (name[at] == ')') ++depth;
+    if (name[at] == '(' && --depth == 0) {
+      if (at == 0) return name;  // "(anonymous namespace)" alone: not a parameter list
+      const bool none = at + 2 == name.size();
+      return name.substr(0, at) + (none ? "()" : "(" + ellipsis + ")");
+    }
+  }
+  return name;
+}
+
+// The allocating frame in a narrow table: the function shortened, the file by its name alone,
+// the line kept ("load_weights(…) (oom_program.cpp:43)").
+std::string short_frame_label(const Frame& frame, const std::string& ellipsis) {
+  if (!frame.function) return frame_label(frame);
+  std::string label = short_function(*frame.function, ellipsis);
+  if (frame.file) {
+    const std::size_t slash = frame.file->rfind('/');
+    label += " (" + (slash == std::string::npos ? *frame.file : frame.file->substr(slash + 1));
+    if (frame.line) label += ":" + std::to_string(*frame.line);
+    label += ")";
+  }
+  return label;
+}
+
+// A line of facts (the level, the failed request): wrapped to the width, never cut.
+std::string fact_line(const std::string& text, const TextOptions& options) {
+  return options.width ? wrap_line(text, *options.width, "  ") : text + "\n";
 }
 
 // When NVML's list of the other processes was read, against the failure.
@@ -45,15 +89,14 @@ std::string others_table(const Snapshot& snapshot, const TextOptions& options,
                          const std::string& ellipsis) {
   const bool read = snapshot.other_processes_age_s || !snapshot.other_processes.empty();
   if (!read)
-    return fit_line("Other processes on the device: unknown (NVML was not read at the failure).",
-                    options, ellipsis);
+    return fact_line("Other processes on the device: unknown (NVML was not read at the failure).",
+                     options);
   // A document from elsewhere may list them without saying when.
   const std::string when = snapshot.other_processes_age_s
                                ? " " + when_listed(*snapshot.other_processes_age_s)
                                : std::string();
   if (snapshot.other_processes.empty())
-    return fit_line("No other process held the device (NVML's list" + when + ").", options,
-                    ellipsis);
+    return fact_line("No other process held the device (NVML's list" + when + ").", options);
   std::int64_t held = 0;
   FitLayout others{{{">PID"}, {"OTHER PROCESS ON THE DEVICE", {}, {}, 8}, {">MEMORY"}}, {}};
   for (const OtherProcess& process : snapshot.other_processes) {
@@ -69,9 +112,9 @@ std::string others_table(const Snapshot& snapshot, const TextOptions& options,
     if (__builtin_add_overflow(held, process.used_bytes.value_or(0), &held))
       held = std::numeric_limits<std::int64_t>::max();
   }
-  return fit_line(plural(snapshot.other_processes.size(), "other process", "other processes") +
-                      " held " + format_bytes(held) + " on the device (NVML's list" + when + "):",
-                  options, ellipsis) +
+  return fact_line(plural(snapshot.other_processes.size(), "other process", "other processes") +
+                       " held " + format_bytes(held) + " on the device (NVML's list" + when + "):",
+                   options) +
          fit_table(others, options.width, ellipsis);
 }
 
@@ -82,7 +125,7 @@ std::string top_table(const Document& document, const Snapshot& snapshot, std::s
   const std::string ellipsis = options.style.unicode ? "…" : "~";
   const std::string arrow = options.style.unicode ? " ← " : " < ";
   const std::vector<StackTotal> totals = stack_totals(snapshot);
-  std::string out = fit_line(printable(describe(document, snapshot)), options, ellipsis);
+  std::string out = fact_line(printable(describe(document, snapshot)), options);
   std::string level = "level " + format_bytes(snapshot.level_bytes) + ": " +
                       format_bytes(snapshot.live_bytes) + " in " +
                       plural(snapshot.blocks.size(), "live block", "live blocks") + " from " +
@@ -90,19 +133,19 @@ std::string top_table(const Document& document, const Snapshot& snapshot, std::s
   if (snapshot.context_bytes)
     level += format_bytes(*snapshot.context_bytes) + " context and modules, ";
   level += format_bytes(snapshot.held_without_block()) + " held without a block";
-  out += fit_line(level, options, ellipsis);
+  out += fact_line(level, options);
   if (snapshot.failure) {
     const Failure& failure = *snapshot.failure;
     std::string line = "failed: " + format_bytes(failure.bytes) + " (" + failure.kind + ") with " +
                        failure.error + "; the device had " + format_bytes(failure.free_bytes) +
                        " free of " + format_bytes(failure.total_bytes);
-    out += fit_line(printable(line), options, ellipsis);
+    out += fact_line(printable(line), options);
     if (failure.stack) {
       const std::vector<std::size_t>& stack = document.stacks[*failure.stack];
       std::string where = "requested by ";
       where += stack.empty() ? "(an empty stack)" : frame_label(document.frames[stack.front()]);
       if (stack.size() > 1) where += arrow + callers(document, stack, arrow);
-      out += fit_line(printable(where), options, ellipsis);
+      out += fact_line(printable(where), options);
     }
   }
   out += "\n";
@@ -145,7 +188,7 @@ std::string top_table(const Document& document, const Snapshot& snapshot, std::s
     }
     const Frame& innermost = document.frames[stack.front()];
     row(total.bytes, std::to_string(total.blocks), printable(frame_label(innermost)),
-        printable(frame_function(innermost)), callers(document, stack, arrow));
+        printable(short_frame_label(innermost, ellipsis)), callers(document, stack, arrow));
   }
   if (totals.size() > top)
     row(rest_bytes, std::to_string(rest_blocks),
