@@ -3,12 +3,14 @@
 
 Each folder of src/ (but src/internal, where the seams live) is a room. A room's files may include
 its own headers and those of the rooms below it in ROOMS; a public header (include/gpumem/) or a
-seam (src/internal/gpumem/internal/) counts as a use of the room that implements it (HEADERS), so
-it obeys the same order. The public headers and the seams include only each other.
+seam (src/internal/gpumem/internal/) counts as a use of the room that implements it
+(PUBLIC_HEADERS, SEAMS), so it obeys the same order. The public headers and the seams include
+only each other.
 
 Each folder of tools/ is a tool. A tool's quoted includes name a file of its own folder, a public
 header or a seam, or the one entry header of a tool below it in TOOLS; never a room's header, nor
-another tool's header through an include path. The simulated GPU (sim/) includes its own files
+another tool's header through an include path; the Python extension (python/) likewise uses its
+own files, the public headers and the seams. The simulated GPU (sim/) includes its own files
 and, of src/, only the ABI declarations it shares with the driver room (src/driver/abi/), which in
 turn include only each other.
 
@@ -245,6 +247,22 @@ def check_tools(root, headers, problems, debts_seen):
                                     "headers")
 
 
+def check_extension(root, headers, problems):
+    """The Python extension uses the library as a tool does: its own files, headers and seams."""
+    folder = root / "python"
+    for path in sources(folder):
+        where = path.relative_to(root)
+        for name in includes(path):
+            if name.startswith("gpumem/"):
+                if name not in headers:
+                    problems.append(f"{where}: includes {name}: the extension uses the public "
+                                    "headers and the seams, and this is neither")
+            elif name.startswith("../") or name.startswith("./") or not resolves(path, name,
+                                                                                  folder):
+                problems.append(f"{where}: includes {name}: the extension includes its own "
+                                "files, the public headers and the seams")
+
+
 def check_sim(root, problems):
     sim = root / "sim"
     for path in sources(sim):
@@ -262,6 +280,7 @@ def check(root):
     check_rooms(root, headers, problems)
     debts_seen = set()
     check_tools(root, headers, problems, debts_seen)
+    check_extension(root, headers, problems)
     check_sim(root, problems)
     if (root / "tools").is_dir():
         for where, name in sorted(set(DEBTS) - debts_seen):
@@ -291,7 +310,9 @@ def self_test():
                    "tools/inject/x.cpp": "", "tools/usage/usage.hpp": "",
                    "sim/cuda/api.cpp": '#include "driver/abi/cuda.hpp"\n#include "core/x.hpp"\n'
                                        '#include "y.hpp"',
-                   "sim/core/x.hpp": "", "sim/cuda/y.hpp": ""}, 0),
+                   "sim/core/x.hpp": "", "sim/cuda/y.hpp": "",
+                   "python/src/m.cpp": '#include "b.hpp"\n#include "gpumem/internal/clock.hpp"',
+                   "python/src/b.hpp": ""}, 0),
         "upward": ({"src/driver/nvml.cpp": '#include "query/diagnostics_log.hpp"'}, 1),
         "ground floor": ({"src/support/log.cpp": '#include "driver/nvml.hpp"'}, 1),
         "peers": ({"src/publish/spool.cpp": '#include "peak/channel.hpp"'}, 1),
@@ -324,6 +345,8 @@ def self_test():
         "tool includes no such seam": ({"tools/cli/main.cpp": '#include "gpumem/internal/x.hpp"'},
                                        1),
         "a debt paid": ({"tools/cli/run_command.cpp": ""}, 1),
+        "extension includes a room": ({"python/src/m.cpp": '#include "peak/channel.hpp"'}, 1),
+        "extension includes a tool": ({"python/src/m.cpp": '#include "usage.hpp"'}, 1),
         "sim includes a room": ({"sim/cuda/api.cpp": '#include "peak/channel.hpp"'}, 1),
         "sim includes the public API": ({"sim/cuda/api.cpp": '#include "gpumem/memory.hpp"'}, 1),
         "sim includes beyond the ABI": ({"sim/cuda/api.cpp": '#include "driver/cuda.hpp"',
