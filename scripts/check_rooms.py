@@ -28,12 +28,13 @@ from pathlib import Path
 # Each room and the rooms it may use, ground floor first. A room may use what its rooms use.
 ROOMS = {
     "support": [],  # diagnostics log, clocks, environment
-    "procfs": [],  # what /proc says of a process: namespaces, name, start, parent, cgroup
+    "procfs": [],  # what /proc says of a process: namespaces, name, stat, cgroup, arguments…
     "driver": ["support"],  # dlopen'ed NVIDIA libraries
     "identity": ["driver"],  # CUDA ordinal -> NVML device
     "query": ["identity"],  # fastai.utils.mem's queries, devices, hooks
-    # Stamps its snapshots with the support room's clock.
-    "attribution": ["support"],  # live blocks and their stacks, for peak snapshots
+    # Stamps its snapshots with the support room's clock; a document names the program's
+    # arguments (procfs).
+    "attribution": ["support", "procfs"],  # live blocks and their stacks, for peak snapshots
     # The sampler reads memory through query's gpu_handle/gpu_mem_get_*, the footprint and the
     # out-of-memory record ask it for devices and their processes: the engine stands on the
     # queries, which know nothing of peaks. An out-of-memory record names the other processes

@@ -1,5 +1,6 @@
 #include "gpumem/internal/procfs.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -21,6 +22,21 @@ std::optional<Number> whole_number(std::string_view text) {
   if (text.empty() || status != std::errc{} || end != text.data() + text.size())
     return std::nullopt;
   return value;
+}
+
+// At most the first `max_bytes` of a file, read a block at a time (a procfs file says how long it
+// is only by ending).
+std::optional<std::string> read_text(const std::filesystem::path& file, std::size_t max_bytes) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text;
+  char block[16384];
+  while (text.size() < max_bytes && in) {
+    in.read(block, static_cast<std::streamsize>(std::min(sizeof block, max_bytes - text.size())));
+    text.append(block, static_cast<std::size_t>(in.gcount()));
+  }
+  if (in.bad()) return std::nullopt;
+  return text;
 }
 
 // Field `wanted` (1-based, as proc(5) numbers them; 3 or more) of /proc/PID/stat. The command name
@@ -94,13 +110,42 @@ std::optional<int> parent_pid(const std::filesystem::path& proc, std::string_vie
 }
 
 std::optional<std::string> cgroups(const std::filesystem::path& proc, std::string_view pid) {
-  std::ifstream file(process_file(proc, pid, "cgroup"), std::ios::binary);
+  return read_text(process_file(proc, pid, "cgroup"), 64 * 1024);
+}
+
+std::optional<std::vector<std::string>> command_line(const std::filesystem::path& proc,
+                                                     std::string_view pid) {
+  std::ifstream file(process_file(proc, pid, "cmdline"), std::ios::binary);
   if (!file) return std::nullopt;
-  std::string text(64 * 1024, '\0');
-  file.read(text.data(), static_cast<std::streamsize>(text.size()));
+  std::vector<std::string> arguments;
+  for (std::string argument; std::getline(file, argument, '\0');) arguments.push_back(argument);
   if (file.bad()) return std::nullopt;
-  text.resize(static_cast<std::size_t>(file.gcount()));
-  return text;
+  return arguments;
+}
+
+std::optional<std::string> environment(const std::filesystem::path& proc, std::string_view pid,
+                                       std::size_t max_bytes) {
+  return read_text(process_file(proc, pid, "environ"), max_bytes);
+}
+
+std::optional<std::filesystem::path> executable(const std::filesystem::path& proc,
+                                                std::string_view pid) {
+  std::error_code unreadable;
+  std::filesystem::path target =
+      std::filesystem::read_symlink(process_file(proc, pid, "exe"), unreadable);
+  if (unreadable || target.empty()) return std::nullopt;
+  return target;
+}
+
+std::vector<int> process_ids(const std::filesystem::path& proc) {
+  std::vector<int> pids;
+  std::error_code unlisted;
+  for (std::filesystem::directory_iterator entry(proc, unlisted), end; !unlisted && entry != end;
+       entry.increment(unlisted)) {
+    const std::optional<int> pid = whole_number<int>(entry->path().filename().string());
+    if (pid && *pid > 0) pids.push_back(*pid);
+  }
+  return pids;
 }
 
 bool in_initial_pid_namespace() {

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -16,6 +17,7 @@ namespace gpumem {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace std::string_literals;
 
 class FakeProc : public ::testing::Test {
  protected:
@@ -120,6 +122,43 @@ TEST_F(FakeProc, CgroupsAreTheFilesText) {
   EXPECT_EQ(procfs::cgroups(root_, "13"), std::nullopt);
 }
 
+TEST_F(FakeProc, CommandLineIsTheArgumentsNulSeparated) {
+  write("20", "cmdline", "python3\0-c\0\0print(1)\0"s);
+  EXPECT_EQ(procfs::command_line(root_, "20"),
+            (std::vector<std::string>{"python3", "-c", "", "print(1)"}));
+  write("21", "cmdline", "");  // a kernel thread: known to have none
+  EXPECT_EQ(procfs::command_line(root_, "21"), std::vector<std::string>{});
+  EXPECT_EQ(procfs::command_line(root_, "22"), std::nullopt);
+}
+
+TEST_F(FakeProc, EnvironmentIsTheBlockUpToItsLimit) {
+  const std::string block = "RANK=3\0LOCAL_RANK=1\0"s;
+  write("30", "environ", block);
+  EXPECT_EQ(procfs::environment(root_, "30", 1 << 20), block);
+  EXPECT_EQ(procfs::environment(root_, "30", 7), block.substr(0, 7));
+  const std::string large(40000, 'x');  // more than one read's block
+  write("31", "environ", large);
+  EXPECT_EQ(procfs::environment(root_, "31", 1 << 20), large);
+  EXPECT_EQ(procfs::environment(root_, "31", 20000)->size(), 20000u);
+  EXPECT_EQ(procfs::environment(root_, "32", 1 << 20), std::nullopt);
+}
+
+TEST_F(FakeProc, ExecutableIsWhereItsLinkPoints) {
+  fs::create_directories(root_ / "40");
+  fs::create_symlink("/usr/bin/python3.11", root_ / "40" / "exe");
+  EXPECT_EQ(procfs::executable(root_, "40"), fs::path("/usr/bin/python3.11"));
+  EXPECT_EQ(procfs::executable(root_, "41"), std::nullopt);
+}
+
+TEST_F(FakeProc, ProcessIdsAreTheNumericEntries) {
+  for (const char* name : {"1", "42", "self", "sys", "4x", "0", "-3"})
+    fs::create_directories(root_ / name);
+  std::vector<int> pids = procfs::process_ids(root_);
+  std::sort(pids.begin(), pids.end());
+  EXPECT_EQ(pids, (std::vector<int>{1, 42}));
+  EXPECT_EQ(procfs::process_ids(root_ / "missing"), std::vector<int>{});
+}
+
 // The same facts of this very process from the real /proc, by number and as "self".
 TEST(RealProc, ThisProcessIsReadable) {
   const std::string pid = std::to_string(::getpid());
@@ -139,6 +178,14 @@ TEST(RealProc, ThisProcessIsReadable) {
   EXPECT_EQ(procfs::start_time("/proc", pid), procfs::start_time("/proc", "self"));
   EXPECT_FALSE(procfs::command_name("/proc", "self").value_or("").empty());
   EXPECT_TRUE(procfs::cgroups("/proc", "self").has_value());
+  const auto arguments = procfs::command_line("/proc", pid);
+  ASSERT_TRUE(arguments.has_value());
+  ASSERT_FALSE(arguments->empty());
+  EXPECT_EQ(fs::path(arguments->front()).filename(), "gpumem_procfs_tests");
+  EXPECT_EQ(procfs::executable("/proc", "self"), fs::read_symlink("/proc/self/exe"));
+  EXPECT_TRUE(procfs::environment("/proc", "self", 1 << 20).has_value());
+  const std::vector<int> listed = procfs::process_ids("/proc");
+  EXPECT_NE(std::find(listed.begin(), listed.end(), ::getpid()), listed.end());
 }
 
 }  // namespace

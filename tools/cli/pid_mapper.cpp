@@ -1,6 +1,5 @@
 #include "pid_mapper.hpp"
 
-#include <dirent.h>
 #include <signal.h>
 
 #include <cerrno>
@@ -98,17 +97,12 @@ int PidMapper::resolve_local(const ProcessKey& key) {
     local_pids_.erase(known);
   }
   // Only for a process of a nested namespace not seen yet: one pass over /proc.
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return 0;
   int found = 0;
-  while (const dirent* entry = ::readdir(proc)) {
-    char* end = nullptr;
-    const long pid = std::strtol(entry->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0' || !names_itself(static_cast<int>(pid))) continue;
-    found = static_cast<int>(pid);
+  for (const int pid : procfs::process_ids("/proc")) {
+    if (!names_itself(pid)) continue;
+    found = pid;
     break;
   }
-  ::closedir(proc);
   if (found != 0) local_pids_[key] = found;
   return found;
 }

@@ -1,7 +1,7 @@
 // What /proc says of a process (proc(5), namespaces(7)), read in one room (src/procfs): its pid
 // namespace and its pid in each nested one, its command name, its start time and parent, its
-// cgroups. NVML reports the pids the driver sees, those of the initial namespace; a process in a
-// container knows its own.
+// cgroups, its arguments, environment and executable; and which processes there are. NVML reports
+// the pids the driver sees, those of the initial namespace; a process in a container knows its own.
 //
 // Every function reads one fact of process `pid` ("self": the caller, or a number) under `proc`
 // ("/proc", the host's mounted elsewhere, or a tree laid out alike), and returns std::nullopt when
@@ -50,6 +50,24 @@ std::optional<int> parent_pid(const std::filesystem::path& proc, std::string_vie
 
 // The text of /proc/PID/cgroup (cgroup v1 or v2), at most its first 64 KiB.
 std::optional<std::string> cgroups(const std::filesystem::path& proc, std::string_view pid);
+
+// The arguments the process was started with (/proc/PID/cmdline), program name first; empty for a
+// kernel thread or a zombie, which have none.
+std::optional<std::vector<std::string>> command_line(const std::filesystem::path& proc,
+                                                     std::string_view pid);
+
+// The environment the process was started with (/proc/PID/environ): "NAME=value" entries each
+// ended by '\0', as the kernel gives them, at most the first `max_bytes`.
+std::optional<std::string> environment(const std::filesystem::path& proc, std::string_view pid,
+                                       std::size_t max_bytes);
+
+// The file the process runs (/proc/PID/exe).
+std::optional<std::filesystem::path> executable(const std::filesystem::path& proc,
+                                                std::string_view pid);
+
+// The processes `proc` lists (its numeric entries), in no particular order; empty when it cannot
+// be listed.
+std::vector<int> process_ids(const std::filesystem::path& proc);
 
 // Whether the caller runs in the initial pid namespace, where NVML's pids are its own. Unknown
 // (namespaces cannot be read) counts as yes: nothing says otherwise.
