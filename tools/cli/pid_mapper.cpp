@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "gpumem/internal/procfs.hpp"
-#include "run_counters.hpp"
+#include "gpumem/internal/run_counters.hpp"
 
 namespace gpumem::cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "run_counters.hpp"
+#include "gpumem/internal/run_counters.hpp"
 
 #include <fcntl.h>
 #include <sched.h>

@@ -1,0 +1,270 @@
+// The file `gpumem run` shares with the processes of the command it measures. The injection
+// library maps it into every CUDA process of the tree and adds each device-memory event to the
+// counters of the physical device it happened on, named by the device's UUID, so the peak of
+// the whole tree is exact even when children allocate concurrently and whatever device mask
+// (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER) each of them runs under. With a timeline requested,
+// each event's time and the device's new level also go to a ring the monitor drains.
+// Plain atomics on MAP_SHARED memory: lock-free, no syscall per event.
+//
+// A seam (src/run implements it): the injection library and the gpumem command share one
+// definition of the file, in libgpumem.so. Its out-of-line functions are exported (visibility
+// default below); the inline ones stay each user's own.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "gpumem/internal/clock.hpp"
+
+namespace gpumem::run {
+
+// The environment variable naming the file, set by `gpumem run` for the command.
+inline constexpr const char* kCountersVariable = "GPUMEM_RUN_COUNTERS";
+
+inline constexpr std::uint32_t kCountersMagic = 0x67706d72;  // "gpmr"
+inline constexpr std::uint32_t kCountersVersion = 7;
+inline constexpr int kMaxDevices = 64;     // physical devices (UUIDs) counted in one run
+inline constexpr int kMaxProcesses = 512;  // CUDA processes of one tree tracked at once
+inline constexpr int kMaxRecords = 4096;   // processes whose attachment is recorded, per run
+inline constexpr int kMaxAliases = 256;    // MIG devices counted under their GPU
+// Timeline events kept for the monitor: 2 MiB of the file; at a million events a second it
+// holds 65 ms, and the monitor drains it every few milliseconds.
+inline constexpr std::uint64_t kEventRingSize = 1u << 16;
+
+// A device's identity: the 16 bytes of cuDeviceGetUuid (a MIG instance's own UUID for a MIG
+// device), the same bytes NVML prints as "GPU-…"/"MIG-…".
+using Uuid = std::array<unsigned char, 16>;
+// "GPU-1b0a4a6e-0b8f-…", "MIG-…" or the bare hex: the 16 bytes; nullopt for anything else (the
+// pre-R470 "MIG-GPU-…/gi/ci" names carry no UUID of their own).
+#pragma GCC visibility push(default)
+std::optional<Uuid> parse_uuid(std::string_view text);
+#pragma GCC visibility pop
+
+// What one process still holds, per device slot, so the monitor can give back what a process
+// that died without freeing (SIGKILL, _exit) held: the driver frees it, and no free event comes.
+// A process is named by its pid in its own pid namespace and that namespace (the inode of
+// /proc/self/ns/pid; kUnknownNamespace when it cannot be read): in a nested namespace (a
+// container started by the command) the pid alone is not unique, and it is not the monitor's.
+inline constexpr std::uint64_t kUnknownNamespace = ~std::uint64_t{0};
+
+//
+// `calls` tells the monitor whether `held` and the driver's own figures agree. The driver charges
+// an allocation (NVML shows it) before the call returns and its EXIT callback adds it to `held`,
+// and releases a block before the EXIT of its free takes it off: a reading taken in between is
+// off by the block. Every traced driver call adds 1 at its ENTER (`kCallEntered`, the low 16
+// bits: the calls in flight) and `kCallLeft` after its EXIT (one call fewer in flight, the
+// generation in the high 48 bits one higher), and so does anything else that moves `held`
+// outside a call (the slot being given back, `kCallEntered` never left). The monitor reads NVML
+// between two loads of `calls`: the reading agrees with `held` only when both loads return the
+// same value with no call in flight (`quiet_calls`), because any call that overlapped it changed
+// the word (docs/peaks.md, "Why the reconciliation cannot double count").
+inline constexpr std::uint64_t kCallEntered = 1;
+inline constexpr std::uint64_t kCallLeft = (std::uint64_t{1} << 16) - 1;
+inline constexpr std::uint64_t kCallsInFlightMask = 0xffff;
+
+struct ProcessSlot {
+  std::atomic<std::int32_t> pid;             // 0: free slot; -1: being given back
+  std::atomic<std::uint64_t> pid_namespace;  // 0 while being claimed
+  std::atomic<std::uint64_t> calls;          // in flight (low 16 bits) and generation (above)
+  std::atomic<std::int64_t> claimed_ns;      // CLOCK_MONOTONIC when its process claimed it
+  std::atomic<std::int64_t> held[kMaxDevices];
+};
+
+// Whether a value of `calls` says no call was in flight.
+inline bool quiet_calls(std::uint64_t calls) noexcept {
+  return (calls & kCallsInFlightMask) == 0;
+}
+
+// A claimed slot starts with no call in flight, in a generation of its own (a reading that
+// spans a change of owner is refused).
+inline void reset_calls(ProcessSlot& slot) noexcept {
+  const std::uint64_t calls = slot.calls.load(std::memory_order_relaxed);
+  slot.calls.store(((calls >> 16) + 1) << 16, std::memory_order_release);
+}
+
+// How one process that loaded the injection library is measured, so the monitor can say which
+// of the command's GPU processes were counted exactly and which escaped. Written once.
+// Room for a fallback reason: the longest gpumem writes is under 300 bytes.
+inline constexpr std::size_t kReasonBytes = 1024;
+
+struct AttachRecord {
+  std::atomic<std::int32_t> pid;
+  std::atomic<std::uint64_t> pid_namespace;
+  std::atomic<std::int32_t> state;  // 0 being written, else one of kAttached*
+  // Whole: the summary wraps it rather than cutting it (a CUPTI error name is 50 characters).
+  char reason[kReasonBytes];
+};
+inline constexpr std::int32_t kAttachedExact = 1;
+inline constexpr std::int32_t kAttachedFallback = 2;  // never counted (see reason)
+inline constexpr std::int32_t kAttachedLost = 3;      // counted, then stopped (see reason)
+
+// States of a device slot: named once, by the first process that counts on that device.
+inline constexpr std::uint32_t kDeviceFree = 0;
+inline constexpr std::uint32_t kDeviceNaming = 1;  // its UUID is being written
+inline constexpr std::uint32_t kDeviceNamed = 2;
+
+// A line of its own per device: processes allocating on different GPUs do not contend.
+struct alignas(64) DeviceCounters {
+  std::atomic<std::uint32_t> state;
+  unsigned char uuid[16];                  // written before `state` becomes kDeviceNamed
+  std::atomic<std::int64_t> current;       // bytes the tree holds now
+  std::atomic<std::int64_t> peak;          // highest `current` ever
+  std::atomic<std::int64_t> peak_time_ns;  // CLOCK_MONOTONIC when `peak` was last raised
+};
+
+// A MIG device that the monitor measures as part of its GPU: events on it count in the GPU's
+// slot, so the GPU's figures sum every process on it whichever MIG device it used.
+struct DeviceAlias {
+  unsigned char uuid[16];
+  std::int32_t device;  // the GPU's slot
+};
+
+// One event of the timeline: the level its device (slot) reached, and when. A seqlock entry:
+// `sequence` is its ring position + 1 once written, 0 while it is being written.
+struct TimelineEvent {
+  std::atomic<std::uint64_t> sequence;
+  std::atomic<std::int64_t> time_ns;
+  std::atomic<std::int64_t> level;
+  std::atomic<std::int32_t> device;  // device slot
+};
+
+struct EventRing {
+  alignas(64) std::atomic<std::uint64_t> head;  // positions handed out so far
+  alignas(64) TimelineEvent events[kEventRingSize];
+};
+
+struct RunCounters {
+  std::uint32_t magic;
+  std::uint32_t version;
+  std::int32_t monitor_pid;  // the `gpumem run` that created the file
+  // Set by the monitor before the command starts: measured processes append every event to
+  // `ring` (only when a timeline was asked for; otherwise the ring costs nothing).
+  std::int32_t timeline;
+  std::atomic<std::int32_t> processes_attached;  // processes that loaded the injection library
+  std::atomic<std::int32_t> processes_exact;     // of which the exact source worked
+  std::atomic<std::int32_t> processes_fallback;  // of which it did not, or could not be counted
+  std::atomic<std::int32_t> slots_exhausted;
+  std::atomic<std::int32_t> reason_claimed;  // first fallback reason wins
+  char fallback_reason[kReasonBytes];
+  DeviceCounters devices[kMaxDevices];
+  // Written by the monitor before the command starts; read-only afterwards.
+  std::int32_t alias_count;
+  DeviceAlias aliases[kMaxAliases];
+  // Slots [0, processes_used) have been claimed at some time: the monitor looks no further.
+  std::atomic<std::int32_t> processes_used;
+  ProcessSlot processes[kMaxProcesses];
+  std::atomic<std::int32_t> record_count;  // may pass kMaxRecords: the rest were not recorded
+  AttachRecord records[kMaxRecords];
+  EventRing ring;
+};
+
+static_assert(std::atomic<std::int64_t>::is_always_lock_free);
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic<std::int32_t>::is_always_lock_free);
+static_assert(sizeof(DeviceCounters) == 64);
+
+// The clock of `peak_time_ns` and the timeline, shared by the measured processes and the
+// monitor: the library's monotonic clock (CLOCK_MONOTONIC).
+using support::monotonic_ns;
+
+// Appends one timeline event (any thread of any process).
+inline void append_event(EventRing& ring, int device, std::int64_t time_ns,
+                         std::int64_t level) noexcept {
+  const std::uint64_t position = ring.head.fetch_add(1, std::memory_order_relaxed);
+  TimelineEvent& event = ring.events[position % kEventRingSize];
+  event.sequence.store(0, std::memory_order_relaxed);
+  // A reader that sees any of the stores below also sees the entry marked as being written.
+  std::atomic_thread_fence(std::memory_order_release);
+  event.time_ns.store(time_ns, std::memory_order_relaxed);
+  event.level.store(level, std::memory_order_relaxed);
+  event.device.store(device, std::memory_order_relaxed);
+  event.sequence.store(position + 1, std::memory_order_release);
+}
+
+// Raises the peak; `now_ns` is the event's time when the caller read the clock (0: read it here,
+// only if the peak rises: reading it on every event would cost more than the counting).
+inline void raise_peak(DeviceCounters& counters, std::int64_t level, std::int64_t now_ns) noexcept {
+  std::int64_t peak = counters.peak.load(std::memory_order_relaxed);
+  while (level > peak) {
+    if (counters.peak.compare_exchange_weak(peak, level, std::memory_order_relaxed)) {
+      counters.peak_time_ns.store(now_ns != 0 ? now_ns : monotonic_ns(), std::memory_order_relaxed);
+      return;
+    }
+  }
+}
+
+// Adds an event's bytes to device slot `device`'s level, raises its peak and, when the run keeps
+// a timeline, appends the event. Returns the new level.
+inline std::int64_t add_event(RunCounters& counters, int device, std::int64_t delta) noexcept {
+  DeviceCounters& slot = counters.devices[device];
+  const std::int64_t level = slot.current.fetch_add(delta, std::memory_order_relaxed) + delta;
+  if (counters.timeline != 0) {
+    const std::int64_t now = monotonic_ns();
+    if (delta > 0) raise_peak(slot, level, now);
+    append_event(counters.ring, device, now, level);
+  } else if (delta > 0) {
+    raise_peak(slot, level, 0);
+  }
+  return level;
+}
+
+// The process slots ever claimed: the monitor's view of `processes`.
+inline std::size_t process_slots_used(const RunCounters& counters) noexcept {
+  const std::int32_t used = counters.processes_used.load(std::memory_order_acquire);
+  return static_cast<std::size_t>(std::clamp(used, 0, kMaxProcesses));
+}
+
+#pragma GCC visibility push(default)
+
+// The device slot for `uuid`: the one already named so, or the first free one, named now.
+// Lock-free (a compare-and-swap on the slot's state); -1 when all kMaxDevices are taken.
+int find_or_claim_device(RunCounters& counters, const Uuid& uuid) noexcept;
+// The slot named `uuid`, -1 when none is (yet): the monitor's side, which claims nothing.
+int find_device(const RunCounters& counters, const Uuid& uuid) noexcept;
+// The slot a measured process counts a device's events in: its GPU's, for a MIG device the
+// monitor measures as part of its GPU, else its own (found or claimed); -1 when none is left.
+int counting_device(RunCounters& counters, const Uuid& uuid) noexcept;
+// The monitor's side: counts `uuid`'s events in slot `device` (false when the table is full).
+bool add_alias(RunCounters& counters, const Uuid& uuid, int device) noexcept;
+
+// Marks slot `index` as claimed, for the monitor's scans (call after claiming it).
+void note_process_slot(RunCounters& counters, int index) noexcept;
+
+// Takes what a process still holds off the tree's levels: the driver frees a process's memory
+// when it exits (or when an exec replaces its image), and no free event comes for it.
+void give_back(RunCounters& counters, ProcessSlot& slot) noexcept;
+
+// The caller's pid namespace, as slots and records name it.
+std::uint64_t own_pid_namespace() noexcept;
+
+// Records how process `pid` (of namespace `pid_namespace`) is measured (`reason` when it is not
+// counted exactly).
+void record_attach(RunCounters& counters, std::int32_t pid, std::uint64_t pid_namespace,
+                   std::int32_t state, const std::string& reason) noexcept;
+
+// The monitor's reading of the timeline ring: every event since the last drain, in ring order,
+// to `sink`. An entry still being written stops the drain (it is read next time) unless the
+// writer fell far behind (it died mid-write) or `final` is set; events overwritten before they
+// were read are counted in `lost`.
+struct RingReader {
+  std::uint64_t position = 0;
+  std::uint64_t lost = 0;
+  void drain(const EventRing& ring, bool final,
+             const std::function<void(int device, std::int64_t time_ns, std::int64_t level)>& sink);
+};
+
+// Maps the file (created by the monitor, or opened by a measured process); nullptr on failure.
+// `create` sizes and initialises it.
+RunCounters* map_run_counters(const std::string& path, bool create, std::string* error);
+void unmap_run_counters(RunCounters* counters);
+
+#pragma GCC visibility pop
+
+}  // namespace gpumem::run
