@@ -35,6 +35,9 @@ ROOMS = {
     # Stamps its snapshots with the support room's clock; a document names the program's
     # arguments (procfs).
     "attribution": ["support", "procfs"],  # live blocks and their stacks, for peak snapshots
+    # The file `gpumem run` shares with the processes it measures; stamps events with the
+    # support room's clock, names a process's pid namespace (procfs).
+    "run": ["support", "procfs"],
     # The sampler reads memory through query's gpu_handle/gpu_mem_get_*, the footprint and the
     # out-of-memory record ask it for devices and their processes: the engine stands on the
     # queries, which know nothing of peaks. An out-of-memory record names the other processes
@@ -43,9 +46,6 @@ ROOMS = {
     # A record names its writer by pid, start time and pid namespace, as procfs reads them.
     "publish": ["identity", "procfs"],  # the spool files the exporter reads
     "trace": ["peak", "query"],  # GPUMemTrace and its report
-    # The file `gpumem run` shares with the processes it measures; stamps events with the
-    # support room's clock, names a process's pid namespace (procfs).
-    "run": ["support", "procfs"],
 }
 
 # The room(s) that define what each public header and each seam declares: including one is a use
