@@ -2,7 +2,8 @@
 # The shared counters' own per-event cost beside a bare atomic add.
 add_executable(gpumem_cli_bench ${CMAKE_CURRENT_LIST_DIR}/cli/run_overhead_bench.cpp
                                 ${CMAKE_CURRENT_LIST_DIR}/cli/counters_bench.cpp)
-target_link_libraries(gpumem_cli_bench PRIVATE benchmark::benchmark gpumem_run_counters
+# The shared counters are a seam of libgpumem.so (gpumem/internal/run_counters.hpp).
+target_link_libraries(gpumem_cli_bench PRIVATE benchmark::benchmark gpumem gpumem_internal
                                                ${CMAKE_DL_LIBS})
 target_include_directories(gpumem_cli_bench PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 target_compile_definitions(gpumem_cli_bench PRIVATE GPUMEM_SIM_DIR="${GPUMEM_SIM_DIR}"

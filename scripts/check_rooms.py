@@ -1,9 +1,18 @@
 #!/usr/bin/env python3
 """Checks that gpumem's rooms depend only downwards (docs/architecture.md, "The rooms").
 
-Each folder of src/ is a room. A room's files may include its own headers, the public API
-(include/gpumem/), and the headers of the rooms below it in ROOMS; nothing else of the project.
-The public headers include nothing of src/, and no tool includes another tool's folder.
+Each folder of src/ (but src/internal, where the seams live) is a room. A room's files may include
+its own headers and those of the rooms below it in ROOMS; a public header (include/gpumem/) or a
+seam (src/internal/gpumem/internal/) counts as a use of the room that implements it
+(PUBLIC_HEADERS, SEAMS), so it obeys the same order. The public headers and the seams include
+only each other.
+
+Each folder of tools/ is a tool. A tool's quoted includes name a file of its own folder, a public
+header or a seam, or the one entry header of a tool below it in TOOLS; never a room's header, nor
+another tool's header through an include path; the Python extension (python/) likewise uses its
+own files, the public headers and the seams. The simulated GPU (sim/) includes its own files
+and, of src/, only the ABI declarations it shares with the driver room (src/driver/abi/), which in
+turn include only each other.
 
     check_rooms.py [ROOT]    check the tree at ROOT (default: this script's repository)
     check_rooms.py --self-test
@@ -19,19 +28,78 @@ from pathlib import Path
 # Each room and the rooms it may use, ground floor first. A room may use what its rooms use.
 ROOMS = {
     "support": [],  # diagnostics log, clocks, environment
-    "procfs": [],  # pid namespaces as /proc shows them
-    "internal": [],  # the seams the tools use (gpumem_internal), declared for the rooms above
+    "procfs": [],  # what /proc says of a process: namespaces, name, stat, cgroup, arguments…
     "driver": ["support"],  # dlopen'ed NVIDIA libraries
     "identity": ["driver"],  # CUDA ordinal -> NVML device
     "query": ["identity"],  # fastai.utils.mem's queries, devices, hooks
-    "attribution": [],  # live blocks and their stacks, for peak snapshots
-    "peak": ["identity", "attribution"],  # the peak engine and its sources
-    "publish": ["identity"],  # the spool files the exporter reads
+    # Stamps its snapshots with the support room's clock; a document names the program's
+    # arguments (procfs).
+    "attribution": ["support", "procfs"],  # live blocks and their stacks, for peak snapshots
+    # The file `gpumem run` shares with the processes it measures; stamps events with the
+    # support room's clock, names a process's pid namespace (procfs).
+    "run": ["support", "procfs"],
+    # The sampler reads memory through query's gpu_handle/gpu_mem_get_*, the footprint and the
+    # out-of-memory record ask it for devices and their processes: the engine stands on the
+    # queries, which know nothing of peaks. An out-of-memory record names the other processes
+    # (procfs).
+    "peak": ["query", "attribution", "procfs"],  # the peak engine and its sources
+    # A record names its writer by pid, start time and pid namespace, as procfs reads them.
+    "publish": ["identity", "procfs"],  # the spool files the exporter reads
     "trace": ["peak", "query"],  # GPUMemTrace and its report
 }
 
+# The room(s) that define what each public header and each seam declares: including one is a use
+# of that room. A header split between rooms lists each; its implementers may include it, any
+# other room must be allowed to use them all. [] declares no code (constants, generated). "*": an
+# umbrella, a use of whatever it includes. A new header must be placed here.
+PUBLIC_HEADERS = {
+    "allocate.hpp": ["query"],
+    "attribution.hpp": ["attribution"],
+    "cache.hpp": ["query"],
+    "device.hpp": ["query"],
+    # diagnostics()/last_diagnostic() read the support room's log; nvml_available() and
+    # cuda_available() ask query.
+    "diagnostics.hpp": ["support", "query"],
+    "gpumem.hpp": "*",
+    "memory.hpp": ["query"],
+    "peak.hpp": ["peak"],
+    "publish.hpp": ["publish"],
+    "trace.hpp": ["trace"],
+    "version.hpp": [],  # generated from cmake/version.hpp.in: constants
+}
+SEAMS = {
+    "attribution_document.hpp": ["attribution"],  # gpumem.attribution/1: model, reader, writer
+    "byte_size.hpp": ["support"],
+    "clock.hpp": ["support"],  # header-only: the support room's clocks
+    "device_uuid.hpp": ["driver"],
+    "diagnostics_log.hpp": ["support"],
+    "environment.hpp": ["support"],  # header-only: the support room's environment reading
+    "event_observer.hpp": ["peak"],
+    "exact_source.hpp": ["peak"],
+    "procfs.hpp": ["procfs"],
+    "process_list.hpp": ["query"],
+    "run_attribution.hpp": ["peak"],
+    "run_counters.hpp": ["run"],
+    "spool.hpp": ["publish"],
+}
+GENERATED_PUBLIC = {"version.hpp"}  # in the build tree, not include/gpumem
+
+# Each tool, the tools it may use, and the one header through which another tool enters it.
+TOOLS = {
+    "usage": [],  # --help, usage errors and checked options, for every subcommand
+    "inject": [],  # libgpumem_inject.so
+    "serve": ["usage"],  # the exporter
+    "cli": ["serve", "usage"],  # the gpumem command, `gpumem serve` included
+}
+TOOL_ENTRIES = {"usage": "usage.hpp", "serve": "serve_command.hpp"}
+
+# Known includes that break the rules, each with the move that ends it. The check fails when one
+# no longer occurs, so that the list cannot outlive its debt.
+DEBTS = {}
+
 SOURCE_SUFFIXES = {".cpp", ".hpp", ".h", ".inc"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+ABI = "driver/abi/"
 
 
 def allowed(room):
@@ -47,6 +115,8 @@ def allowed(room):
 
 
 def sources(folder):
+    if not folder.is_dir():
+        return []
     return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in SOURCE_SUFFIXES)
 
 
@@ -54,10 +124,50 @@ def includes(path):
     return INCLUDE.findall(path.read_text(encoding="utf-8", errors="replace"))
 
 
-def check(root):
+def header_rooms(root):
+    """gpumem/… include name -> the rooms it uses; the problems of an unplaced or stale map."""
     problems = []
+    rooms = {}
+    public = root / "include" / "gpumem"
+    seams = root / "src" / "internal" / "gpumem" / "internal"
+    for folder, table, where, files in (
+            (public, PUBLIC_HEADERS, "include/gpumem", GENERATED_PUBLIC),
+            (seams, SEAMS, "src/internal/gpumem/internal", set())):
+        present = {p.name for p in folder.glob("*.hpp")} if folder.is_dir() else set()
+        for name in sorted(present - set(table)):
+            problems.append(f"{where}/{name}: a header that scripts/check_rooms.py does not place "
+                            "(PUBLIC_HEADERS or SEAMS: which room implements it?)")
+        for name in sorted(set(table) - present - files):
+            problems.append(f"{where}/{name}: placed by scripts/check_rooms.py but gone")
+        prefix = "gpumem/" if table is PUBLIC_HEADERS else "gpumem/internal/"
+        for name, implementers in table.items():
+            if implementers != "*":
+                rooms[prefix + name] = set(implementers)
+    # An umbrella uses whatever it includes.
+    for name, implementers in PUBLIC_HEADERS.items():
+        if implementers == "*":
+            used = set()
+            if (public / name).is_file():
+                for inner in includes(public / name):
+                    used |= rooms.get(inner, set())
+            rooms["gpumem/" + name] = used
+    return rooms, problems
+
+
+def resolves(path, name, folder):
+    """Whether `name`, included from `path`, is a file of `folder` (beside it or from the root)."""
+    for candidate in (path.parent / name, folder / name):
+        if candidate.is_file() and folder.resolve() in candidate.resolve().parents:
+            return True
+    # Generated from a .proto of the folder (protobuf_generate: NAME.pb.h beside NAME.proto).
+    if name.endswith(".pb.h"):
+        return (folder / (name[:-len(".pb.h")] + ".proto")).is_file()
+    return False
+
+
+def check_rooms(root, headers, problems):
     src = root / "src"
-    rooms = sorted(p.name for p in src.iterdir() if p.is_dir())
+    rooms = sorted(p.name for p in src.iterdir() if p.is_dir() and p.name != "internal")
     for room in rooms:
         if room not in ROOMS:
             problems.append(f"src/{room}: a room that scripts/check_rooms.py does not place")
@@ -65,64 +175,206 @@ def check(root):
         if room not in ROOMS:
             continue
         may = allowed(room)
+        below = ", ".join(sorted(may - {room})) or "no other room"
         for path in sources(src / room):
             where = path.relative_to(root)
+            abi = (src / "driver" / "abi") in path.parents
             for name in includes(path):
                 first = name.split("/", 1)[0]
                 if name.startswith("../") or name.startswith("./"):
                     problems.append(f"{where}: includes {name}: a relative path out of its room")
+                elif abi and not name.startswith(ABI):
+                    problems.append(f"{where}: includes {name}: the ABI declarations, shared "
+                                    "with sim/, include only each other")
                 elif first == "gpumem":
-                    continue  # the public API
+                    used = headers.get(name)
+                    if used is None:
+                        problems.append(f"{where}: includes {name}: neither a public header nor "
+                                        "a seam")
+                    elif room not in used and not used <= may:
+                        problems.append(f"{where}: includes {name} (implemented by "
+                                        f"{' and '.join(sorted(used))}): {room} may use {below}")
                 elif "/" not in name:
                     problems.append(f"{where}: includes {name}: name its room ({room}/{name})")
                 elif first in ROOMS and first not in may:
-                    below = ", ".join(sorted(may - {room})) or "no other room"
                     problems.append(f"{where}: includes {name}: {room} may use {below}")
-    for path in sources(root / "include"):
-        for name in includes(path):
-            if not name.startswith("gpumem/"):
-                problems.append(f"{path.relative_to(root)}: includes {name}: the public API "
-                                "includes only itself")
+    # The public headers and the seams declare; they include only each other.
+    for folder in (root / "include", src / "internal"):
+        for path in sources(folder):
+            for name in includes(path):
+                if name not in headers:
+                    problems.append(f"{path.relative_to(root)}: includes {name}: the public "
+                                    "headers and the seams include only each other")
+
+
+def check_tools(root, headers, problems, debts_seen):
     tools = root / "tools"
-    if tools.is_dir():
-        names = {p.name for p in tools.iterdir() if p.is_dir()}
-        for tool in sorted(names):
-            for path in sources(tools / tool):
-                for name in includes(path):
-                    parts = Path(name).parts
-                    for other in names - {tool}:
-                        if other in parts and (".." in parts or parts[0] == "tools"):
-                            problems.append(f"{path.relative_to(root)}: includes {name}: "
-                                            f"tools/{tool} may not use tools/{other}")
+    if not tools.is_dir():
+        return
+    names = sorted(p.name for p in tools.iterdir() if p.is_dir())
+    for tool in names:
+        if tool not in TOOLS:
+            problems.append(f"tools/{tool}: a tool that scripts/check_rooms.py does not place")
+    for tool in names:
+        if tool not in TOOLS:
+            continue
+        folder = tools / tool
+        entries = {TOOL_ENTRIES[t]: t for t in TOOLS[tool] if t in TOOL_ENTRIES}
+        for path in sources(folder):
+            where = path.relative_to(root)
+            for name in includes(path):
+                first = name.split("/", 1)[0]
+                if (str(where), name) in DEBTS:
+                    debts_seen.add((str(where), name))
+                elif name.startswith("../") or name.startswith("./"):
+                    problems.append(f"{where}: includes {name}: a relative path out of its tool")
+                elif first == "gpumem":
+                    if name not in headers:
+                        problems.append(f"{where}: includes {name}: tools use the public headers "
+                                        "and the seams, and this is neither")
+                elif resolves(path, name, folder):
+                    continue
+                elif name in entries and (tools / entries[name] / name).is_file():
+                    continue  # a lower tool's entry header
+                elif first in ROOMS:
+                    problems.append(f"{where}: includes {name}: tools reach src/ only through the "
+                                    "public headers and the seams")
+                else:
+                    owners = [t for t in names if t != tool and (tools / t / name).is_file()]
+                    whose = f"tools/{owners[0]}'s" if owners else "not in its folder"
+                    problems.append(f"{where}: includes {name}: {whose}; tools/{tool} may use "
+                                    "its own files, and of the tools below it only their entry "
+                                    "headers")
+
+
+def check_extension(root, headers, problems):
+    """The Python extension uses the library as a tool does: its own files, headers and seams."""
+    folder = root / "python"
+    for path in sources(folder):
+        where = path.relative_to(root)
+        for name in includes(path):
+            if name.startswith("gpumem/"):
+                if name not in headers:
+                    problems.append(f"{where}: includes {name}: the extension uses the public "
+                                    "headers and the seams, and this is neither")
+            elif name.startswith("../") or name.startswith("./") or not resolves(path, name,
+                                                                                  folder):
+                problems.append(f"{where}: includes {name}: the extension includes its own "
+                                "files, the public headers and the seams")
+
+
+def check_sim(root, problems):
+    sim = root / "sim"
+    for path in sources(sim):
+        where = path.relative_to(root)
+        for name in includes(path):
+            if name.startswith(ABI) and (root / "src" / name).is_file():
+                continue  # the ABI the stand-ins implement, as the driver room declares it
+            if name.startswith("../") or name.startswith("./") or not resolves(path, name, sim):
+                problems.append(f"{where}: includes {name}: the simulator includes its own "
+                                f"files and, of src/, only {ABI}")
+
+
+def check(root):
+    headers, problems = header_rooms(root)
+    check_rooms(root, headers, problems)
+    debts_seen = set()
+    check_tools(root, headers, problems, debts_seen)
+    check_extension(root, headers, problems)
+    check_sim(root, problems)
+    if (root / "tools").is_dir():
+        for where, name in sorted(set(DEBTS) - debts_seen):
+            problems.append(f"{where}: no longer includes {name}: take it off DEBTS in "
+                            "scripts/check_rooms.py")
     return problems
 
 
 def self_test():
-    """The check must fail on an upward include, a new unplaced room, and a tool cycle."""
+    """The check must fail on each kind of offending include, and pass a clean tree."""
+    public = {f"include/gpumem/{name}": "" for name in PUBLIC_HEADERS if name != "version.hpp"}
+    public["include/gpumem/gpumem.hpp"] = '#include "gpumem/trace.hpp"\n#include "gpumem/peak.hpp"'
+    seams = {f"src/internal/gpumem/internal/{name}": "" for name in SEAMS}
     cases = {
         "clean": ({"src/support/log.hpp": "", "src/driver/nvml.cpp": '#include "support/log.hpp"',
-                   "src/trace/t.cpp": '#include "driver/nvml.hpp"\n#include "gpumem/trace.hpp"'},
-                  0),
+                   "src/trace/t.cpp": '#include "driver/nvml.hpp"\n#include "gpumem/trace.hpp"',
+                   "src/peak/s.cpp": '#include "gpumem/memory.hpp"',
+                   "src/support/d.cpp": '#include "gpumem/diagnostics.hpp"',
+                   "src/trace/u.cpp": '#include "gpumem/gpumem.hpp"',
+                   "src/driver/abi/cupti.hpp": '#include "driver/abi/cuda.hpp"',
+                   "src/driver/abi/cuda.hpp": "",
+                   "tools/cli/main.cpp": '#include "a/b.hpp"\n#include "serve_command.hpp"\n'
+                                         '#include "gpumem/internal/spool.hpp"\n'
+                                         '#include "a/p.pb.h"\n#include "gpumem/version.hpp"',
+                   "tools/cli/a/b.hpp": '#include "c.hpp"', "tools/cli/a/c.hpp": "",
+                   "tools/cli/a/p.proto": "", "tools/serve/serve_command.hpp": "",
+                   "tools/inject/x.cpp": "", "tools/usage/usage.hpp": "",
+                   "sim/cuda/api.cpp": '#include "driver/abi/cuda.hpp"\n#include "core/x.hpp"\n'
+                                       '#include "y.hpp"',
+                   "sim/core/x.hpp": "", "sim/cuda/y.hpp": "",
+                   "python/src/m.cpp": '#include "b.hpp"\n#include "gpumem/internal/clock.hpp"',
+                   "python/src/b.hpp": ""}, 0),
         "upward": ({"src/driver/nvml.cpp": '#include "query/diagnostics_log.hpp"'}, 1),
         "ground floor": ({"src/support/log.cpp": '#include "driver/nvml.hpp"'}, 1),
-        "peers": ({"src/peak/sampler.cpp": '#include "query/memory_read.hpp"'}, 1),
+        "peers": ({"src/publish/spool.cpp": '#include "peak/channel.hpp"'}, 1),
         "relative": ({"src/query/memory.cpp": '#include "../trace/x.hpp"'}, 1),
         "unplaced room": ({"src/newroom/x.cpp": ""}, 1),
         "public includes src": ({"include/gpumem/peak.hpp": '#include "peak/channel.hpp"'}, 1),
+        "seam includes src": ({"src/internal/gpumem/internal/spool.hpp":
+                               '#include "publish/spool_files.hpp"'}, 1),
+        "upward through a public header": ({"src/identity/map.cpp":
+                                            '#include "gpumem/memory.hpp"'}, 1),
+        "upward through a seam": ({"src/driver/nvml.cpp":
+                                   '#include "gpumem/internal/spool.hpp"'}, 1),
+        "sideways through a public header": ({"src/publish/p.cpp": '#include "gpumem/peak.hpp"'},
+                                             1),
+        "through a split header": ({"src/publish/p.cpp": '#include "gpumem/diagnostics.hpp"'}, 1),
+        "through the umbrella": ({"src/query/q.cpp": '#include "gpumem/gpumem.hpp"'}, 1),
+        "no such gpumem header": ({"src/query/q.cpp": '#include "gpumem/internal/nope.hpp"'}, 1),
+        "unplaced public header": ({"include/gpumem/new.hpp": ""}, 1),
+        "unplaced seam": ({"src/internal/gpumem/internal/new.hpp": ""}, 1),
         "tool cycle": ({"tools/cli/main.cpp": "", "tools/serve/s.cpp": '#include "../cli/x.hpp"'},
                        1),
+        "another tool by bare name": ({"tools/cli/main.cpp": '#include "collector.hpp"',
+                                       "tools/serve/collector.hpp": ""}, 1),
+        "an entry header upwards": ({"tools/serve/s.cpp": '#include "commands.hpp"',
+                                     "tools/cli/commands.hpp": ""}, 1),
+        "an entry header of an unlisted tool": ({"tools/inject/i.cpp": '#include "usage.hpp"',
+                                                 "tools/usage/usage.hpp": ""}, 1),
+        "unplaced tool": ({"tools/newtool/n.cpp": ""}, 1),
+        "tool includes a room": ({"tools/cli/main.cpp": '#include "peak/channel.hpp"'}, 1),
+        "tool includes no such seam": ({"tools/cli/main.cpp": '#include "gpumem/internal/x.hpp"'},
+                                       1),
+        "extension includes a room": ({"python/src/m.cpp": '#include "peak/channel.hpp"'}, 1),
+        "extension includes a tool": ({"python/src/m.cpp": '#include "usage.hpp"'}, 1),
+        "sim includes a room": ({"sim/cuda/api.cpp": '#include "peak/channel.hpp"'}, 1),
+        "sim includes the public API": ({"sim/cuda/api.cpp": '#include "gpumem/memory.hpp"'}, 1),
+        "sim includes beyond the ABI": ({"sim/cuda/api.cpp": '#include "driver/cuda.hpp"',
+                                         "src/driver/cuda.hpp": ""}, 1),
+        "ABI includes the driver": ({"src/driver/abi/cuda.hpp": '#include "driver/library.hpp"'},
+                                    1),
     }
+    # Every other case starts from the clean tree, so that only its own include can fail it.
+    debts = {}
+    for where, name in DEBTS:
+        debts[where] = debts.get(where, "") + f'#include "{name}"\n'
+    base = {**public, **seams, **debts}
     failed = 0
     for label, (files, want) in cases.items():
         with tempfile.TemporaryDirectory() as folder:
             root = Path(folder)
             (root / "src" / "support").mkdir(parents=True)
-            for name, text in files.items():
+            tree = dict(base)
+            if label != "clean":
+                tree.update(cases["clean"][0])
+            tree.update(files)
+            for name, text in tree.items():
                 (root / name).parent.mkdir(parents=True, exist_ok=True)
                 (root / name).write_text(text + "\n")
-            got = len(check(root))
-            if (got > 0) != (want > 0):
-                print(f"self-test '{label}': {got} problem(s), expected {want}")
+            found = check(root)
+            if bool(found) != bool(want):
+                print(f"self-test '{label}': {len(found)} problem(s), expected {want}")
+                for problem in found:
+                    print("  " + problem)
                 failed += 1
     print("check_rooms self-test: " + ("ok" if failed == 0 else f"{failed} case(s) failed"))
     return 1 if failed else 0
@@ -136,7 +388,7 @@ def main(argv):
     for problem in problems:
         print(problem)
     if not problems:
-        print(f"rooms: every include in {root / 'src'} points downwards")
+        print(f"rooms: every include in {root} points downwards")
     return 1 if problems else 0
 
 

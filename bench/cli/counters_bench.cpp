@@ -6,7 +6,7 @@
 #include <atomic>
 #include <memory>
 
-#include "run_counters.hpp"
+#include "gpumem/internal/run_counters.hpp"
 
 namespace {
 

@@ -5,14 +5,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <tuple>
 
 #include "gpumem/attribution.hpp"
 #include "gpumem/internal/attribution_document.hpp"
+#include "gpumem/internal/procfs.hpp"
 
 namespace gpumem::detail::attribution {
 namespace {
@@ -23,14 +22,16 @@ std::string hex(std::uint64_t value) {
   return text;
 }
 
+// The program's arguments, joined by spaces; empty when they cannot be read.
 std::string command_line() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  while (!raw.empty() && raw.back() == '\0') raw.pop_back();
-  for (char& c : raw) {
-    if (c == '\0') c = ' ';
+  std::string joined;
+  const auto arguments = procfs::command_line("/proc", "self");
+  if (!arguments) return joined;
+  for (const std::string& argument : *arguments) {
+    if (!joined.empty()) joined += ' ';
+    joined += argument;
   }
-  return raw;
+  return joined;
 }
 
 std::string host_name() {

@@ -11,7 +11,6 @@
 
 #include "driver/cuda.hpp"
 #include "driver/nvml.hpp"
-#include "gpumem/memory.hpp"
 #include "identity/visible_devices.hpp"
 #include "support/diagnostics_log.hpp"
 

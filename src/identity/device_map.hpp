@@ -11,10 +11,13 @@
 
 #include "driver/abi/nvml.hpp"
 #include "driver/cuda.hpp"
-#include "gpumem/memory.hpp"
 #include "support/env_snapshot.hpp"
 
 namespace gpumem::identity {
+
+// The id that names the calling thread's device: the public gpumem::current_device, which query
+// (above this room) checks is the same value.
+inline constexpr int kCurrentDevice = -1;
 
 struct MappedDevice {
   int ordinal = -1;
@@ -52,12 +55,12 @@ inline const DeviceMap& device_map() noexcept {
 // unused or no context is current.
 int current_ordinal() noexcept;
 
-// The device for a CUDA ordinal, gpumem::current_device meaning the calling thread's; nullptr
+// The device for a CUDA ordinal, kCurrentDevice meaning the calling thread's; nullptr
 // for an id that names no visible device.
 inline const MappedDevice* find_device(int id) noexcept {
   const DeviceMap& map = device_map();
   // Without CUDA in the process (the map just confirmed it) no context can be current.
-  if (id == current_device) id = map.cuda_seen ? current_ordinal() : 0;
+  if (id == kCurrentDevice) id = map.cuda_seen ? current_ordinal() : 0;
   if (id < 0 || static_cast<std::size_t>(id) >= map.devices.size()) return nullptr;
   return &map.devices[static_cast<std::size_t>(id)];
 }

@@ -13,6 +13,7 @@
 #include "driver/cuda.hpp"
 #include "gpumem/device.hpp"
 #include "gpumem/internal/device_uuid.hpp"
+#include "gpumem/internal/procfs.hpp"
 #include "gpumem/memory.hpp"
 #include "peak/attribution_recorder.hpp"
 #include "peak/channels.hpp"
@@ -20,13 +21,6 @@
 
 namespace gpumem::peak {
 namespace {
-
-std::string process_name(unsigned pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
-  std::string name;
-  std::getline(in, name);
-  return name;
-}
 
 // Written whole or not at all: a temporary file renamed over the target.
 void write_report(const std::string& path, const std::string& text) {
@@ -106,7 +100,8 @@ void allocation_failed(int device, std::uint64_t bytes, BlockKind kind) noexcept
       for (const ProcessMemory& process : device_processes(device)) {
         if (process.pid == self) continue;
         moment.other_processes.push_back(
-            {process.pid, process_name(process.pid), process.used_bytes.value_or(0)});
+            {process.pid, procfs::command_name("/proc", std::to_string(process.pid)).value_or(""),
+             process.used_bytes.value_or(0)});
       }
     }
     moment.device_identity = snapshot_device(device);

@@ -14,10 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "gpumem/diagnostics.hpp"
 #include "gpumem/internal/clock.hpp"
 #include "gpumem/internal/environment.hpp"
-#include "gpumem/internal/pid_namespace.hpp"
+#include "gpumem/internal/procfs.hpp"
 #include "gpumem/internal/spool.hpp"
 #include "gpumem/publish.hpp"
 #include "identity/device_map.hpp"
@@ -64,8 +63,8 @@ SpoolWriter own_writer() {
   std::lock_guard lock(mutex);
   if (writer.pid != pid) {
     writer.pid = pid;
-    writer.start = detail::start_time_in("/proc/self/stat");
-    writer.pid_namespace = procfs::pid_namespace("/proc", "self");
+    writer.start = procfs::start_time("/proc", "self").value_or(0);
+    writer.pid_namespace = procfs::pid_namespace("/proc", "self").value_or(0);
   }
   return writer;
 }

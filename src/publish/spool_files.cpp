@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdio>
 
+#include "gpumem/internal/procfs.hpp"
 #include "gpumem/publish.hpp"
 
 namespace gpumem::detail {
@@ -88,7 +89,7 @@ std::optional<SpoolWriter> spool_temporary_writer(std::string_view name) {
 }
 
 std::string pid_namespace_text(std::uint64_t inode) {
-  return inode == 0 ? std::string() : "pid:[" + std::to_string(inode) + "]";
+  return inode == 0 ? std::string() : procfs::pid_namespace_text(inode);
 }
 
 std::uint64_t pid_namespace_inode(std::string_view text) {

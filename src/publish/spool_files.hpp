@@ -13,6 +13,8 @@ namespace gpumem::detail {
 // namespace's inode and the writer's start time (0 where the writer could not read them, and in
 // the names of older writers, "<pid>-<hash>.trace" and ".<pid>-<sequence>.tmp"). A claim only:
 // the reader checks it against the record and, for fairness, against the running processes.
+// A file name has a field for each, so "unknown" (procfs's nullopt) is 0 there: no namespace file
+// has inode 0, and no process starts at tick 0 after boot.
 struct SpoolWriter {
   unsigned pid = 0;
   std::uint64_t pid_namespace = 0;
@@ -39,8 +41,6 @@ bool valid_scope(std::string_view scope);
 std::optional<SpoolWriter> spool_record_writer(std::string_view name);
 // The writer of a temporary file, from its name; nullopt for any other name.
 std::optional<SpoolWriter> spool_temporary_writer(std::string_view name);
-// The start time (clock ticks since boot) in a /proc/PID/stat file; 0 when it cannot be read.
-std::uint64_t start_time_in(const std::filesystem::path& stat_file);
 // "pid:[inode]", as /proc/PID/ns/pid reads; empty for 0 (unknown).
 std::string pid_namespace_text(std::uint64_t inode);
 // The inode in "pid:[inode]"; 0 for anything else.

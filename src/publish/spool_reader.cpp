@@ -15,7 +15,7 @@
 #include <string>
 #include <tuple>
 
-#include "gpumem/internal/pid_namespace.hpp"
+#include "gpumem/internal/procfs.hpp"
 #include "gpumem/internal/spool.hpp"
 #include "publish/spool_directory.hpp"
 #include "publish/spool_files.hpp"
@@ -70,7 +70,7 @@ bool writer_running(const SpoolWriter& writer, const SpoolExpiry* expiry) {
   trace.pid_namespace = pid_namespace_text(writer.pid_namespace);
   if (expiry != nullptr && expiry->running) return expiry->running(trace);
   // Without the exporter's view of other namespaces, only this one's processes can be told.
-  static const std::uint64_t own = procfs::pid_namespace("/proc", "self");
+  static const std::uint64_t own = procfs::pid_namespace("/proc", "self").value_or(0);
   if (writer.pid_namespace != 0 && writer.pid_namespace != own) return false;
   return process_running(expiry != nullptr ? expiry->proc : "/proc", writer.pid, writer.start);
 }
@@ -103,33 +103,8 @@ std::vector<const std::string*> round_robin(
 
 }  // namespace
 
-std::uint64_t start_time_in(const std::filesystem::path& stat_file) {
-  std::ifstream stat(stat_file);
-  std::string text;
-  std::getline(stat, text);
-  // "pid (comm) state ppid …": comm may hold anything, so fields are counted after its last ')'.
-  const std::size_t paren = text.rfind(')');
-  if (paren == std::string::npos) return 0;
-  std::string_view rest = std::string_view(text).substr(paren + 1);
-  for (int field = 3; field <= 22; ++field) {
-    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
-    const std::size_t end = std::min(rest.find(' '), rest.size());
-    if (field == 22) {
-      std::uint64_t start = 0;
-      auto [at, error] = std::from_chars(rest.data(), rest.data() + end, start);
-      return error == std::errc{} && at == rest.data() + end ? start : 0;
-    }
-    rest.remove_prefix(end);
-  }
-  return 0;
-}
-
-std::uint64_t process_start_time(const std::filesystem::path& proc, unsigned pid) {
-  return start_time_in(proc / std::to_string(pid) / "stat");
-}
-
 bool process_running(const std::filesystem::path& proc, unsigned pid, std::uint64_t start) {
-  return pid != 0 && start != 0 && process_start_time(proc, pid) == start;
+  return pid != 0 && start != 0 && procfs::start_time(proc, std::to_string(pid)) == start;
 }
 
 SpoolContents read_spool(const std::filesystem::path& spool, const SpoolLimits& limits,

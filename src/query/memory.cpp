@@ -10,6 +10,9 @@
 
 namespace gpumem {
 
+// identity, below this room and the public API, names the calling thread's device the same way.
+static_assert(current_device == identity::kCurrentDevice);
+
 namespace {
 
 // b2mb for a byte count that cannot be negative: the same truncation, as a shift.

@@ -1,5 +1,5 @@
 // The counters file's device slots (named by UUID, claimed lock-free) and its timeline ring.
-#include "run_counters.hpp"
+#include "gpumem/internal/run_counters.hpp"
 
 #include <gtest/gtest.h>
 

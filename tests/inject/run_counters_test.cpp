@@ -1,6 +1,6 @@
 // The counters file on its own: shared between processes to the byte, a peak that never falls,
 // what a dead process held given back, attachments recorded, and foreign files refused.
-#include "run_counters.hpp"
+#include "gpumem/internal/run_counters.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "gpumem/gpumem.hpp"
-#include "run_counters.hpp"
+#include "gpumem/internal/run_counters.hpp"
 
 namespace py = pybind11;
 

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "gpumem/diagnostics.hpp"
+#include "gpumem/internal/procfs.hpp"
 #include "gpumem/internal/spool.hpp"
 #include "gpumem/publish.hpp"
 #include "support/sim_gpu.hpp"
@@ -24,7 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 using detail::format_spool_record;
 using detail::process_running;
-using detail::process_start_time;
 using detail::PublishedTrace;
 using detail::read_spool;
 using detail::SpoolContents;
@@ -218,7 +218,7 @@ TEST_F(Publish, CapsTheScopesOfOneProcess) {
 TEST_F(Publish, RecordsThePublishersStartTime) {
   ASSERT_TRUE(publish_trace(spool_, "a", sample_bytes()));
   const PublishedTrace t = read_spool(spool_).traces.at(0);
-  EXPECT_EQ(t.pid_start, process_start_time("/proc", static_cast<unsigned>(::getpid())));
+  EXPECT_EQ(t.pid_start, procfs::start_time("/proc", std::to_string(::getpid())));
   EXPECT_GT(t.pid_start, 0u);
   EXPECT_TRUE(process_running("/proc", t.pid, t.pid_start));
   EXPECT_FALSE(process_running("/proc", t.pid, t.pid_start + 1));  // a reused pid
@@ -393,7 +393,8 @@ TEST_F(Publish, AFloodOfForgedFilesCannotHideARunningPublisher) {
   EXPECT_EQ(contents.dropped, 92u);
   EXPECT_EQ(contents.malformed, 0u);
   // Counted by scope, not pid: the flood's pids run from 1 to 1,100, and in a container this test's
-  // own pid is often among them (a forged record of it is a dead publisher: its start time differs).
+  // own pid is often among them (a forged record of it is a dead publisher: its start time
+  // differs).
   int real = 0;
   for (const PublishedTrace& t : contents.traces) {
     real += t.scope.starts_with("real ") ? 1 : 0;

@@ -6,8 +6,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -15,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "gpumem/internal/procfs.hpp"
 #include "process_tree.hpp"
 
 namespace gpumem::cli {
@@ -59,15 +58,9 @@ bool ignored(int signal) {
 std::vector<int> children_of_gpumem() {
   std::vector<int> children;
   const int self = static_cast<int>(::getpid());
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return children;
-  while (const dirent* entry = ::readdir(proc)) {
-    char* end = nullptr;
-    const long pid = std::strtol(entry->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0') continue;
-    if (parent_of(static_cast<int>(pid)) == self) children.push_back(static_cast<int>(pid));
+  for (const int pid : procfs::process_ids("/proc")) {
+    if (parent_of(pid) == self) children.push_back(pid);
   }
-  ::closedir(proc);
   std::sort(children.begin(), children.end());
   return children;
 }

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "gpumem/internal/procfs.hpp"
+
 #ifndef GPUMEM_INJECT_DIR_FROM_BIN
 #define GPUMEM_INJECT_DIR_FROM_BIN "../lib"  // set by tools/cli/CMakeLists.txt from GNUInstallDirs
 #endif
@@ -21,10 +23,8 @@ std::string find_inject_library(std::string* error) {
       *error = std::string(kInjectLibraryVariable) + "=" + chosen + " cannot be read";
     return {};
   }
-  std::error_code failed;
-  const fs::path executable = fs::read_symlink("/proc/self/exe", failed);
-  if (!failed) {
-    const fs::path folder = executable.parent_path();
+  if (const std::optional<fs::path> executable = procfs::executable("/proc", "self")) {
+    const fs::path folder = executable->parent_path();
     // Where it is installed (CMake's library folder, relative to bin/), the build tree's lib/,
     // and the executable's own folder.
     for (const fs::path& candidate : {folder / GPUMEM_INJECT_DIR_FROM_BIN / kName,

@@ -1,13 +1,12 @@
 #include "pid_mapper.hpp"
 
-#include <dirent.h>
 #include <signal.h>
 
 #include <cerrno>
 #include <cstdlib>
 
-#include "gpumem/internal/pid_namespace.hpp"
-#include "run_counters.hpp"
+#include "gpumem/internal/procfs.hpp"
+#include "gpumem/internal/run_counters.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -89,27 +88,21 @@ int PidMapper::resolve_local(const ProcessKey& key) {
     return key.pid;
   auto names_itself = [&](int pid) {
     const std::string name = std::to_string(pid);
-    const std::uint64_t ns = procfs::pid_namespace("/proc", name);
-    if (ns != key.pid_namespace) return false;
-    const std::vector<std::uint32_t> pids = procfs::namespace_pids("/proc", name);
-    return !pids.empty() && pids.back() == static_cast<std::uint32_t>(key.pid);
+    if (procfs::pid_namespace("/proc", name) != key.pid_namespace) return false;
+    const auto pids = procfs::namespace_pids("/proc", name);
+    return pids && pids->back() == static_cast<std::uint32_t>(key.pid);
   };
   if (const auto known = local_pids_.find(key); known != local_pids_.end()) {
     if (names_itself(known->second)) return known->second;
     local_pids_.erase(known);
   }
   // Only for a process of a nested namespace not seen yet: one pass over /proc.
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return 0;
   int found = 0;
-  while (const dirent* entry = ::readdir(proc)) {
-    char* end = nullptr;
-    const long pid = std::strtol(entry->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0' || !names_itself(static_cast<int>(pid))) continue;
-    found = static_cast<int>(pid);
+  for (const int pid : procfs::process_ids("/proc")) {
+    if (!names_itself(pid)) continue;
+    found = pid;
     break;
   }
-  ::closedir(proc);
   if (found != 0) local_pids_[key] = found;
   return found;
 }
@@ -118,12 +111,12 @@ std::optional<Member> PidMapper::member_here(unsigned nvml_pid) {
   if (const auto known = known_.find(nvml_pid); known != known_.end()) return known->second;
   if (!tree_.contains(static_cast<int>(nvml_pid))) return std::nullopt;
   const std::string name = std::to_string(nvml_pid);
-  std::uint64_t ns = procfs::pid_namespace("/proc", name);
+  const std::optional<std::uint64_t> ns = procfs::pid_namespace("/proc", name);
   Member member{{static_cast<std::int32_t>(nvml_pid), own_namespace_}, static_cast<int>(nvml_pid)};
-  if (ns != 0 && ns != own_namespace_) {
+  if (ns && *ns != own_namespace_) {
     // A nested namespace: the process names itself by its pid there, NSpid's last.
-    const std::vector<std::uint32_t> pids = procfs::namespace_pids("/proc", name);
-    member.key = {pids.empty() ? -1 : static_cast<std::int32_t>(pids.back()), ns};
+    const auto pids = procfs::namespace_pids("/proc", name);
+    member.key = {pids ? static_cast<std::int32_t>(pids->back()) : -1, *ns};
     local_pids_[member.key] = member.local_pid;
     nested_seen_ = true;
   }

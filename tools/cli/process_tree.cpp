@@ -1,24 +1,14 @@
 #include "process_tree.hpp"
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include "gpumem/internal/procfs.hpp"
 
 namespace gpumem::cli {
 
 int parent_of(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return -1;
-  // The command name may hold spaces and parentheses: fields resume after the last ')'.
-  const std::size_t close = line.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream fields(line.substr(close + 1));
-  char state = 0;
-  int parent = -1;
-  fields >> state >> parent;
-  return fields ? parent : -1;
+  return procfs::parent_pid("/proc", std::to_string(pid)).value_or(-1);
 }
 
 bool ProcessTree::contains(int pid) {

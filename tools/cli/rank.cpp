@@ -1,6 +1,5 @@
 #include "rank.hpp"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <array>
@@ -8,6 +7,8 @@
 #include <climits>
 #include <cstdlib>
 #include <string>
+
+#include "gpumem/internal/procfs.hpp"
 
 extern char** environ;
 
@@ -100,19 +101,9 @@ RankInfo rank_from_environment_block(std::string_view block) {
 }
 
 RankInfo process_rank(int pid) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/environ";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  std::string block;
-  char buffer[16384];
-  while (block.size() < kMaxEnvironment) {
-    const ssize_t got = ::read(fd, buffer, sizeof buffer);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    block.append(buffer, static_cast<std::size_t>(got));
-  }
-  ::close(fd);
-  return rank_from_environment_block(block);
+  const std::optional<std::string> block =
+      procfs::environment("/proc", std::to_string(pid), kMaxEnvironment);
+  return block ? rank_from_environment_block(*block) : RankInfo{};
 }
 
 RankInfo own_rank() {

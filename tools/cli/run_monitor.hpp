@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "gpumem/device.hpp"
+#include "gpumem/internal/run_counters.hpp"
 #include "gpumem/memory.hpp"
 #include "holder_history.hpp"
 #include "pid_mapper.hpp"
 #include "rank_tracker.hpp"
-#include "run_counters.hpp"
 #include "step_coalescer.hpp"
 
 namespace gpumem::cli {

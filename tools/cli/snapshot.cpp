@@ -1,16 +1,12 @@
 #include "snapshot.hpp"
 
-#include <fstream>
-
+#include "gpumem/internal/procfs.hpp"
 #include "gpumem/memory.hpp"
 
 namespace gpumem::cli {
 
 std::string process_name(unsigned pid) {
-  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-  std::string name;
-  std::getline(comm, name);
-  return name;
+  return procfs::command_name("/proc", std::to_string(pid)).value_or("");
 }
 
 std::vector<DeviceSnapshot> take_snapshot() {

@@ -16,7 +16,7 @@
 #include "gpumem/internal/event_observer.hpp"
 #include "gpumem/internal/exact_source.hpp"
 #include "gpumem/internal/run_attribution.hpp"
-#include "run_counters.hpp"
+#include "gpumem/internal/run_counters.hpp"
 
 namespace {
 

@@ -9,8 +9,7 @@ namespace gpumem::serve {
 
 Collector::Collector(CollectorOptions options)
     : options_(std::move(options)), containers_(options_.proc, options_.containers) {
-  std::error_code unreadable;
-  pid_namespace_ = std::filesystem::read_symlink("/proc/self/ns/pid", unreadable).string();
+  pid_namespace_ = own_pid_namespace();
   const int count = gpumem::device_count();
   std::vector<int> ordinals;
   for (int ordinal = 0; ordinal < count; ++ordinal) {

@@ -1,11 +1,10 @@
 #include "container_identity.hpp"
 
-#include "gpumem/internal/pid_namespace.hpp"
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <fstream>
+
+#include "gpumem/internal/procfs.hpp"
 
 namespace gpumem::serve {
 namespace {
@@ -40,13 +39,6 @@ std::string container_id_of(std::string_view segment) {
   const std::size_t dash = segment.rfind('-');
   if (dash != std::string_view::npos) segment.remove_prefix(dash + 1);
   return segment.size() == 64 && is_hex(segment) ? std::string(segment) : std::string();
-}
-
-std::string read_first_line(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::string line;
-  std::getline(in, line);
-  return line;
 }
 
 }  // namespace
@@ -104,12 +96,8 @@ void ContainerDirectory::refresh() {
 }
 
 ContainerIdentity ContainerDirectory::identify(unsigned pid) const {
-  const std::filesystem::path dir = proc_ / std::to_string(pid);
-  std::ifstream cgroup(dir / "cgroup");
-  std::string text(4096, '\0');
-  cgroup.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(cgroup.gcount()));
-  ContainerIdentity identity = identity_from_cgroup(text);
+  const std::string name = std::to_string(pid);
+  ContainerIdentity identity = identity_from_cgroup(procfs::cgroups(proc_, name).value_or(""));
   if (auto names = by_container_id_.find(identity.container_id);
       !identity.container_id.empty() && names != by_container_id_.end()) {
     identity.namespace_name = names->second.namespace_name;
@@ -117,19 +105,23 @@ ContainerIdentity ContainerDirectory::identify(unsigned pid) const {
     identity.container = names->second.container;
   }
   // "NSpid: 4242 17": the pid in each nested namespace, the process's own last.
-  const std::vector<std::uint32_t> pids = procfs::namespace_pids(proc_, std::to_string(pid));
-  if (pids.size() > 1 && pids.back() != pids.front())
-    identity.container_pid = std::to_string(pids.back());
+  const auto pids = procfs::namespace_pids(proc_, name);
+  if (pids && pids->size() > 1 && pids->back() != pids->front())
+    identity.container_pid = std::to_string(pids->back());
   return identity;
 }
 
 std::string ContainerDirectory::process_name(unsigned pid) const {
-  return read_first_line(proc_ / std::to_string(pid) / "comm");
+  return procfs::command_name(proc_, std::to_string(pid)).value_or("");
+}
+
+std::string own_pid_namespace() {
+  const std::optional<std::uint64_t> inode = procfs::pid_namespace("/proc", "self");
+  return inode ? procfs::pid_namespace_text(*inode) : std::string();
 }
 
 PublisherLiveness::PublisherLiveness(std::filesystem::path proc) : proc_(std::move(proc)) {
-  std::error_code error;
-  own_namespace_ = std::filesystem::read_symlink("/proc/self/ns/pid", error).string();
+  own_namespace_ = own_pid_namespace();
 }
 
 bool PublisherLiveness::running(const detail::PublishedTrace& trace) {
@@ -145,12 +137,12 @@ bool PublisherLiveness::running(const detail::PublishedTrace& trace) {
       unsigned host_pid = 0;
       const auto [end, failed] = std::from_chars(name.data(), name.data() + name.size(), host_pid);
       if (failed != std::errc{} || end != name.data() + name.size()) continue;
-      std::error_code unreadable;
-      const std::string ns = std::filesystem::read_symlink(entry.path() / "ns" / "pid", unreadable);
-      if (unreadable || ns == own_namespace_) continue;
-      if (const std::vector<std::uint32_t> pids = procfs::namespace_pids(proc_, name);
-          !pids.empty())
-        host_pids_[{ns, pids.back()}] = host_pid;
+      const std::optional<std::uint64_t> inode = procfs::pid_namespace(proc_, name);
+      if (!inode) continue;
+      std::string ns = procfs::pid_namespace_text(*inode);
+      if (ns == own_namespace_) continue;
+      if (const auto pids = procfs::namespace_pids(proc_, name))
+        host_pids_[{std::move(ns), pids->back()}] = host_pid;
     }
   }
   const auto host = host_pids_.find({trace.pid_namespace, trace.pid});

@@ -40,6 +40,10 @@ class ContainerDirectory {
   std::map<std::string, Names, std::less<>> by_container_id_;
 };
 
+// The exporter's own pid namespace as a spool record names one ("pid:[4026531836]"); empty when
+// it cannot be read, as in a record whose writer could not read its own.
+std::string own_pid_namespace();
+
 // Whether the publisher of a spool record still runs, also when it published from another pid
 // namespace (a container) than the exporter's: its pid there and its namespace are found among
 // the host's processes (NSpid in /proc/PID/status, /proc/PID/ns/pid), then its start time checked.

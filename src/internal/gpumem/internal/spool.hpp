@@ -87,8 +87,6 @@ SpoolContents read_spool(const std::filesystem::path& spool, const SpoolLimits& 
 // Whether process `pid` is running and started at `start` (clock ticks since boot) as seen in
 // `proc` (e.g. "/proc", or the host's mounted elsewhere); a `start` of 0 never matches.
 bool process_running(const std::filesystem::path& proc, unsigned pid, std::uint64_t start);
-// The start time of `pid` in `proc` (clock ticks since boot), 0 when it cannot be read.
-std::uint64_t process_start_time(const std::filesystem::path& proc, unsigned pid);
 
 // The text of one spool file for `trace` (what publish_trace writes).
 std::string format_spool_record(const PublishedTrace& trace);

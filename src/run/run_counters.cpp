@@ -1,4 +1,4 @@
-#include "run_counters.hpp"
+#include "gpumem/internal/run_counters.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+
+#include "gpumem/internal/procfs.hpp"
 
 namespace gpumem::run {
 
@@ -57,9 +59,12 @@ void give_back(RunCounters& counters, ProcessSlot& slot) noexcept {
 }
 
 std::uint64_t own_pid_namespace() noexcept {
-  struct stat info {};
-  if (::stat("/proc/self/ns/pid", &info) != 0 || info.st_ino == 0) return kUnknownNamespace;
-  return static_cast<std::uint64_t>(info.st_ino);
+  // The shared file has a field for it, so procfs's "unknown" is kUnknownNamespace there.
+  try {
+    return procfs::pid_namespace("/proc", "self").value_or(kUnknownNamespace);
+  } catch (...) {  // std::bad_alloc
+    return kUnknownNamespace;
+  }
 }
 
 void note_process_slot(RunCounters& counters, int index) noexcept {

@@ -5,6 +5,10 @@
 // (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER) each of them runs under. With a timeline requested,
 // each event's time and the device's new level also go to a ring the monitor drains.
 // Plain atomics on MAP_SHARED memory: lock-free, no syscall per event.
+//
+// A seam (src/run implements it): the injection library and the gpumem command share one
+// definition of the file, in libgpumem.so. Its out-of-line functions are exported (visibility
+// default below); the inline ones stay each user's own.
 #pragma once
 
 #include <algorithm>
@@ -39,7 +43,9 @@ inline constexpr std::uint64_t kEventRingSize = 1u << 16;
 using Uuid = std::array<unsigned char, 16>;
 // "GPU-1b0a4a6e-0b8f-…", "MIG-…" or the bare hex: the 16 bytes; nullopt for anything else (the
 // pre-R470 "MIG-GPU-…/gi/ci" names carry no UUID of their own).
+#pragma GCC visibility push(default)
 std::optional<Uuid> parse_uuid(std::string_view text);
+#pragma GCC visibility pop
 
 // What one process still holds, per device slot, so the monitor can give back what a process
 // that died without freeing (SIGKILL, _exit) held: the driver frees it, and no free event comes.
@@ -209,6 +215,14 @@ inline std::int64_t add_event(RunCounters& counters, int device, std::int64_t de
   return level;
 }
 
+// The process slots ever claimed: the monitor's view of `processes`.
+inline std::size_t process_slots_used(const RunCounters& counters) noexcept {
+  const std::int32_t used = counters.processes_used.load(std::memory_order_acquire);
+  return static_cast<std::size_t>(std::clamp(used, 0, kMaxProcesses));
+}
+
+#pragma GCC visibility push(default)
+
 // The device slot for `uuid`: the one already named so, or the first free one, named now.
 // Lock-free (a compare-and-swap on the slot's state); -1 when all kMaxDevices are taken.
 int find_or_claim_device(RunCounters& counters, const Uuid& uuid) noexcept;
@@ -222,11 +236,6 @@ bool add_alias(RunCounters& counters, const Uuid& uuid, int device) noexcept;
 
 // Marks slot `index` as claimed, for the monitor's scans (call after claiming it).
 void note_process_slot(RunCounters& counters, int index) noexcept;
-// The process slots ever claimed: the monitor's view of `processes`.
-inline std::size_t process_slots_used(const RunCounters& counters) noexcept {
-  const std::int32_t used = counters.processes_used.load(std::memory_order_acquire);
-  return static_cast<std::size_t>(std::clamp(used, 0, kMaxProcesses));
-}
 
 // Takes what a process still holds off the tree's levels: the driver frees a process's memory
 // when it exits (or when an exec replaces its image), and no free event comes for it.
@@ -255,5 +264,7 @@ struct RingReader {
 // `create` sizes and initialises it.
 RunCounters* map_run_counters(const std::string& path, bool create, std::string* error);
 void unmap_run_counters(RunCounters* counters);
+
+#pragma GCC visibility pop
 
 }  // namespace gpumem::run
