@@ -34,11 +34,16 @@ Commands run in a fresh temporary folder with this build's binaries first on PAT
 <build>/sim, <build>/tests/cli, tests/cli/launchers), gpumem's libraries pointing at the
 simulated GPU on a private state file, COLUMNS=80 and a UTF-8 locale.
 
-Before comparing, both the expected and the real output are normalised by these rules, and only
-these, so that an example stays checkable whatever the machine: a run's duration ("ran 53 ms"),
-times since a run's start ("at 3 ms", "2 ms before"), clock times (12:34:56), process ids
-("pid 4242", "process 4242", a PID column) with the spaces that align them, the example's folder,
-the build and source folders, and this machine's host name. Every other character must match.
+What the tool prints is first written as a reader would see it anywhere: the example's folder is
+".", the build folder "build", a source file named in debug information is named from the
+repository root, this machine's host name is "myhost". Then both the page and the run are
+normalised by these rules, and only these, before they are compared: a run's duration ("ran 53
+ms"), times since a run's start ("at 3 ms", "2 ms before the failure"), clock times (12:34:56),
+process ids ("pid 4242", "process 4242", a PID column), with the spaces that align them, where
+gpumem wrapped a summary line ("gpumem:   " goes on with it: the digits of a pid move the break),
+and what the marker's volatile= matches. Every other character must match, and a documented line
+wider than the example's COLUMNS is a difference when the tool now fits its output to them.
+`--update` writes the real output, with real pids and durations, where an example differs.
 
 usage: scripts/docs_examples.py [--check | --update] [--build DIR] [--source DIR] [FILE...]
   --check   (default) exit 1, with a unified diff per example that differs, an unmarked example,
@@ -60,7 +65,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,15 +159,13 @@ class Step:
     def command(self, python: bool) -> str:
         if python:
             return "\n".join(line[4:] if len(line) > 3 else "" for line in self.source)
-        text = "\n".join(self.source)[2:]
-        return text
+        return "\n".join(self.source)[2:]
 
 
 def split_steps(body: list[str], python: bool) -> tuple[list[str], list[Step]]:
     """The lines before the first prompt (kept as they are), then the steps."""
     prefix: list[str] = []
     steps: list[Step] = []
-    prompt, more = (">>> ", "..."), ("$ ",)
     i = 0
     while i < len(body):
         line = body[i]
@@ -183,7 +185,6 @@ def split_steps(body: list[str], python: bool) -> tuple[list[str], list[Step]]:
         else:
             prefix.append(line)
         i += 1
-    del prompt, more
     return prefix, steps
 
 
@@ -194,10 +195,10 @@ def output_lines(body: list[str], python: bool) -> list[str]:
 # --- Normalisation: the only differences a real run may have from its example. ---
 
 
-def normalise_example(lines: list[str], context: "Context", example: "Example") -> list[str]:
+def normalise_example(lines: list[str], example: Example) -> list[str]:
     """An example's text as compared: normalise(), the example's own volatile parts, and its
     groups sorted."""
-    out = normalise(lines, context)
+    out = normalise(lines)
     volatile = example.options.get("volatile")
     if volatile:
         out = [re.sub(volatile, "<volatile>", line) for line in out]
@@ -218,7 +219,7 @@ def normalise_example(lines: list[str], context: "Context", example: "Example") 
     return out
 
 
-def normalise(lines: list[str], context: "Context") -> list[str]:
+def normalise(lines: list[str]) -> list[str]:
     # A summary line gpumem wrapped ("gpumem:   " continues it) is compared whole: a pid's digits
     # or a duration's may move where it wraps.
     joined: list[str] = []
@@ -229,12 +230,7 @@ def normalise(lines: list[str], context: "Context") -> list[str]:
             joined.append(line)
     out = []
     pid_header_ends: list[int] = []
-    for line in joined:
-        text = source_relative(line, context.source)
-        for path, name in context.paths:
-            text = text.replace(path, name)
-        if context.host:
-            text = re.sub(rf"\b{re.escape(context.host)}\b", "<host>", text)
+    for text in joined:
         text = re.sub(r"\bran [0-9.]+ (?:µs|us|ms|s|min)\b", "ran <duration>", text)
         text = re.sub(r"\b\d\d:\d\d:\d\d\b", "<clock>", text)
         text = re.sub(r", at -?[0-9.]+ (?:µs|ms|s)\b", ", at <time>", text)
@@ -271,7 +267,6 @@ class Context:
     build: Path
     host: str
     python: str = "/usr/bin/python3"
-    paths: list[tuple[str, str]] = field(default_factory=list)
 
 
 def sim_config(value: str | None, source: Path) -> str | None:
@@ -456,6 +451,98 @@ def display(path: Path, source: Path) -> str:
         return str(path)
 
 
+def as_a_reader_sees_it(lines: list[str], context: Context, workdir: Path) -> list[str]:
+    """The output with this machine's folders and name as the docs write them: the example's
+    folder is the current one, the build is build/, source files are named from the root."""
+    replacements = [(str(workdir) + "/", ""), (str(workdir), "."), (str(context.build), "build"),
+                    (str(context.source), ".")]
+    out = []
+    for line in lines:
+        line = source_relative(line.rstrip(), context.source)
+        for folder, name in replacements:
+            line = line.replace(folder, name)
+        if context.host:
+            line = re.sub(rf"\b{re.escape(context.host)}\b", "myhost", line)
+        out.append(line)
+    return out
+
+
+@dataclass
+class Tally:
+    ran: int = 0
+    skipped: int = 0
+    updated: int = 0
+    failures: int = 0
+
+
+def columns(example: Example) -> int:
+    settings = dict(assignment.partition("=")[::2] for assignment in example.options.get("env", []))
+    return int(settings.get("COLUMNS", 80))
+
+
+def process_file(path: Path, context: Context, update: bool, has_python: bool, tally: Tally) -> None:
+    lines, examples = find_examples(path)
+    shared: dict[str, Path] = {}
+    replacements: list[tuple[int, int, list[str]]] = []
+    with tempfile.TemporaryDirectory(prefix="gpumem-docs-") as scratch:
+        for example in examples:
+            name = f"{display(path, context.source)}:{example.fence_line + 1}"
+            if example.marker_line is None:
+                print(f"{name}: unmarked example: add <!-- example: sim=... --> before it, "
+                      "or <!-- example: not run (why) -->")
+                tally.failures += 1
+                continue
+            if example.skip_reason is not None:
+                tally.skipped += 1
+                continue
+            if example.python and not has_python:
+                print(f"{name}: not run here: this build has no Python package")
+                tally.skipped += 1
+                continue
+            tally.ran += 1
+            shared_name = example.options.get("dir")
+            if shared_name and shared_name in shared:
+                workdir = shared[shared_name]
+            else:
+                workdir = Path(tempfile.mkdtemp(prefix="ex-", dir=scratch))
+                if shared_name:
+                    shared[shared_name] = workdir
+            started = time.monotonic()
+            try:
+                actual = as_a_reader_sees_it(run_example(example, context, workdir), context, workdir)
+            except (RuntimeError, subprocess.TimeoutExpired, OSError) as error:
+                print(f"{name}: could not run: {error}")
+                tally.failures += 1
+                continue
+            # At the example's width the tool wraps or fits what it can; a documented line wider
+            # than what it prints now is a difference too (an example written before it wrapped).
+            width = columns(example)
+            wide = sum(len(line) > width for line in output_lines(actual, example.python))
+            if wide:
+                print(f"{name}: note: {wide} output line(s) wider than {width} columns")
+            documented_wide = any(len(line) > width for line in output_lines(example.body, example.python))
+            if normalise_example(example.body, example) == normalise_example(actual, example) and (
+                    wide or not documented_wide):
+                continue
+            if update:
+                body = [(example.indent + line) if line else line for line in actual]
+                replacements.append((example.fence_line + 1, example.close_line, body))
+                tally.updated += 1
+                print(f"{name}: updated ({time.monotonic() - started:.1f} s)")
+            else:
+                tally.failures += 1
+                print(f"{name}: differs from what the tool prints now "
+                      "(durations, times, pids are not compared):")
+                sys.stdout.writelines(difflib.unified_diff(
+                    [line + "\n" for line in example.body], [line + "\n" for line in actual],
+                    f"{name} (documented)", f"{name} (this build)"))
+    if replacements:
+        # A new body moves the lines below it: replace from the last example back.
+        for begin, end, body in reversed(replacements):
+            lines[begin:end] = body
+        path.write_text("\n".join(lines), encoding="utf-8")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     mode = parser.add_mutually_exclusive_group()
@@ -464,7 +551,7 @@ def main() -> int:
     parser.add_argument("--build", type=Path, help="the build folder (default: <source>/build)")
     parser.add_argument("--source", type=Path, default=Path(__file__).resolve().parent.parent)
     parser.add_argument("--python", default="/usr/bin/python3",
-                        help="the interpreter of the Python examples: the one the build's extension is for")
+                        help="the interpreter of the Python examples (the build's extension's)")
     parser.add_argument("files", nargs="*", type=Path, help="default: README.md and docs/*.md")
     args = parser.parse_args()
     source = args.source.resolve()
@@ -473,84 +560,17 @@ def main() -> int:
         if not needed.exists():
             print(f"docs_examples: {needed} is missing: build the tree first", file=sys.stderr)
             return 77
-    files = [f.resolve() for f in args.files] or [source / "README.md", *sorted((source / "docs").glob("*.md"))]
+    files = [f.resolve() for f in args.files] or [
+        source / "README.md", *sorted((source / "docs").glob("*.md"))]
     context = Context(source, build, socket.gethostname(), args.python)
     has_python = (build / "python" / "gpumem").is_dir() and shutil.which(args.python) is not None
-
-    failures = 0
-    ran = skipped = updated = 0
+    tally = Tally()
     for path in files:
-        lines, examples = find_examples(path)
-        shared: dict[str, Path] = {}
-        replacements: list[tuple[int, int, list[str]]] = []
-        with tempfile.TemporaryDirectory(prefix="gpumem-docs-") as scratch:
-            for example in examples:
-                name = f"{display(path, source)}:{example.fence_line + 1}"
-                if example.marker_line is None:
-                    print(f"{name}: unmarked example: add <!-- example: sim=... --> before it, "
-                          "or <!-- example: not run (why) -->")
-                    failures += 1
-                    continue
-                if example.skip_reason is not None:
-                    skipped += 1
-                    continue
-                if example.python and not has_python:
-                    print(f"{name}: not run here: this build has no Python package ({build}/python)")
-                    skipped += 1
-                    continue
-                ran += 1
-                shared_name = example.options.get("dir")
-                if shared_name and shared_name in shared:
-                    workdir = shared[shared_name]
-                else:
-                    workdir = Path(tempfile.mkdtemp(prefix="ex-", dir=scratch))
-                    if shared_name:
-                        shared[shared_name] = workdir
-                context.paths = [(str(workdir), "<folder>"), (str(build), "<build>"),
-                                 (str(source), "<source>")]
-                started = time.monotonic()
-                try:
-                    actual = run_example(example, context, workdir)
-                except (RuntimeError, subprocess.TimeoutExpired, OSError) as error:
-                    print(f"{name}: could not run: {error}")
-                    failures += 1
-                    continue
-                # What a reader sees: the machine's folders and name as the example writes them.
-                context.paths = [(str(workdir) + "/", ""), (str(workdir), "."),
-                                 (str(build), "build"), (str(source), ".")]
-                readable = [source_relative(line.rstrip(), source) for line in actual]
-                for folder, name_in_docs in context.paths:
-                    readable = [line.replace(folder, name_in_docs) if folder else line for line in readable]
-                context.paths = []
-                width = int(dict(e.partition("=")[::2] for e in example.options.get("env", [])).get("COLUMNS", 80))
-                fits = all(len(line) <= width for line in output_lines(readable, example.python))
-                documented_fits = all(len(line) <= width for line in output_lines(example.body, example.python))
-                if not fits:
-                    wide = sum(len(line) > width for line in output_lines(readable, example.python))
-                    print(f"{name}: note: {wide} output line(s) wider than {width} columns")
-                if (normalise_example(example.body, context, example)
-                        == normalise_example(readable, context, example)) and (documented_fits or not fits):
-                    continue
-                if args.update:
-                    replacements.append((example.fence_line + 1, example.close_line, [
-                        (example.indent + line) if line else line for line in readable
-                    ]))
-                    updated += 1
-                    print(f"{name}: updated ({time.monotonic() - started:.1f} s)")
-                else:
-                    failures += 1
-                    print(f"{name}: differs from what the tool prints now:")
-                    sys.stdout.writelines(difflib.unified_diff(
-                        [line + "\n" for line in example.body], [line + "\n" for line in readable],
-                        f"{name} (documented)", f"{name} (this build)"))
-        if replacements:
-            # A new body moves the lines below it: replace from the last example back.
-            for begin, end, body in reversed(replacements):
-                lines[begin:end] = body
-            path.write_text("\n".join(lines), encoding="utf-8")
-    done = f"ran {ran} examples ({updated} updated)" if args.update else f"checked {ran} examples"
-    print(f"docs_examples: {done}, {skipped} not run, {failures} problem(s)")
-    return 1 if failures else 0
+        process_file(path, context, args.update, has_python, tally)
+    done = (f"ran {tally.ran} examples ({tally.updated} updated)" if args.update
+            else f"checked {tally.ran} examples")
+    print(f"docs_examples: {done}, {tally.skipped} not run, {tally.failures} problem(s)")
+    return 1 if tally.failures else 0
 
 
 if __name__ == "__main__":
