@@ -58,6 +58,7 @@ import difflib
 import json
 import os
 import re
+import select
 import shlex
 import shutil
 import signal
@@ -321,22 +322,40 @@ def start_background(command: str, workdir: Path, env: dict) -> subprocess.Popen
         ["bash", "-c", command], cwd=workdir, env=env, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, text=True,
     )
-    deadline = time.monotonic() + BACKGROUND_READY_TIMEOUT_S
-    line = process.stdout.readline()  # the workload's "print ready" (or its failure)
-    if not line or time.monotonic() > deadline:
+    # The first line (a workload's "print ready") says it holds what it allocated.
+    ready, _, _ = select.select([process.stdout], [], [], BACKGROUND_READY_TIMEOUT_S)
+    line = process.stdout.readline() if ready else ""
+    if not line or process.poll() is not None:
         stop(process)
-        raise RuntimeError(f"background command printed nothing before it ended: {command}")
+        raise RuntimeError(f"background command not ready ({line.strip() or 'no output'}): {command}")
     return process
 
 
 def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
+    """Ends a command started in a session of its own, with everything it started."""
+    try:
         os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
     try:
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+def run_command(command: str, workdir: Path, env: dict) -> list[str]:
+    process = subprocess.Popen(
+        ["bash", "-c", command], cwd=workdir, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        output, _ = process.communicate(timeout=COMMAND_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        stop(process)
+        raise RuntimeError(f"still running after {COMMAND_TIMEOUT_S} s: {command}")
+    text = output.decode("utf-8", errors="replace")
+    return text.rstrip("\n").split("\n") if text else []
 
 
 def run_shell(steps: list[Step], workdir: Path, env: dict) -> list[list[str]]:
@@ -347,27 +366,31 @@ def run_shell(steps: list[Step], workdir: Path, env: dict) -> list[list[str]]:
         if command.strip() == "wait":
             lines: list[str] = []
             for process, log in background:
-                process.wait(timeout=COMMAND_TIMEOUT_S)
+                try:
+                    process.wait(timeout=COMMAND_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    stop(process)
+                    raise RuntimeError(f"still running after {COMMAND_TIMEOUT_S} s: a background command")
                 lines += log.read_text(encoding="utf-8", errors="replace").splitlines()
             background.clear()
             outputs.append(lines)
             continue
         if command.rstrip().endswith("&") and not command.rstrip().endswith("&&"):
+            # Its output is shown at "$ wait" (an example redirects it, to stay deterministic).
             log = workdir / f".docs-background-{index}.log"
             with open(log, "w") as sink:
                 background.append((subprocess.Popen(
                     ["bash", "-c", command.rstrip()[:-1]], cwd=workdir, env=env, stdout=sink,
-                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL), log))
+                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True), log))
             outputs.append([])
             continue
-        result = subprocess.run(
-            ["bash", "-c", command], cwd=workdir, env=env, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=COMMAND_TIMEOUT_S,
-        )
-        text = result.stdout.decode("utf-8", errors="replace")
-        outputs.append(text.rstrip("\n").split("\n") if text else [])
+        outputs.append(run_command(command, workdir, env))
     for process, _ in background:
-        process.wait(timeout=COMMAND_TIMEOUT_S)
+        try:
+            process.wait(timeout=COMMAND_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            stop(process)
+            raise RuntimeError("a background command was still running at the end")
     return outputs
 
 
