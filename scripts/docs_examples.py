@@ -10,7 +10,9 @@ reader of the rendered page does not see:
 
 In a shell block, each line starting with "$ " is a command (a line ending in a backslash goes on
 to the next) and the lines up to the next command are what it printed, stdout and stderr as a
-terminal shows them. A command ending in "&" runs in the background; "$ wait" waits for it. In a
+terminal shows them. The commands run in one shell, one after another: $?, cd, variables and
+background jobs ("&", "$ wait") carry over; a background job's output must be redirected for the
+example to be deterministic. In a
 Python block (">>> " and "... " lines) each statement runs in one interpreter, as in doctest.
 
 Marker keys (values may be quoted, shell-like):
@@ -344,54 +346,36 @@ def stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
-def run_command(command: str, workdir: Path, env: dict) -> list[str]:
-    process = subprocess.Popen(
-        ["bash", "-c", command], cwd=workdir, env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-    )
-    try:
-        output, _ = process.communicate(timeout=COMMAND_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        stop(process)
-        raise RuntimeError(f"still running after {COMMAND_TIMEOUT_S} s: {command}")
-    text = output.decode("utf-8", errors="replace")
-    return text.rstrip("\n").split("\n") if text else []
+STEP_END = "\x1edocs-example-step-end\x1e"
 
 
 def run_shell(steps: list[Step], workdir: Path, env: dict) -> list[list[str]]:
-    outputs: list[list[str]] = []
-    background: list[tuple[subprocess.Popen, Path]] = []
-    for index, step in enumerate(steps):
-        command = step.command(python=False)
-        if command.strip() == "wait":
-            lines: list[str] = []
-            for process, log in background:
-                try:
-                    process.wait(timeout=COMMAND_TIMEOUT_S)
-                except subprocess.TimeoutExpired:
-                    stop(process)
-                    raise RuntimeError(f"still running after {COMMAND_TIMEOUT_S} s: a background command")
-                lines += log.read_text(encoding="utf-8", errors="replace").splitlines()
-            background.clear()
-            outputs.append(lines)
-            continue
-        if command.rstrip().endswith("&") and not command.rstrip().endswith("&&"):
-            # Its output is shown at "$ wait" (an example redirects it, to stay deterministic).
-            log = workdir / f".docs-background-{index}.log"
-            with open(log, "w") as sink:
-                background.append((subprocess.Popen(
-                    ["bash", "-c", command.rstrip()[:-1]], cwd=workdir, env=env, stdout=sink,
-                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True), log))
-            outputs.append([])
-            continue
-        outputs.append(run_command(command, workdir, env))
-    for process, _ in background:
-        try:
-            process.wait(timeout=COMMAND_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            stop(process)
-            raise RuntimeError("a background command was still running at the end")
-    return outputs
+    """Runs the commands in one shell, as a terminal session would ($?, cd, variables and
+    background jobs carry over), and splits its output at a mark printed after each command."""
+    script = workdir / ".docs-example.sh"
+    lines = []
+    for step in steps:
+        lines.append(step.command(python=False))
+        # The mark, then the command's status restored for the next one ($?).
+        lines.append(f"__docs_status=$?; printf '{STEP_END}\\n'; (exit $__docs_status)")
+    lines.append("wait")
+    script.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    process = subprocess.Popen(
+        ["bash", str(script)], cwd=workdir, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+    )
+    limit = COMMAND_TIMEOUT_S + 10 * len(steps)
+    try:
+        output, _ = process.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        stop(process)
+        raise RuntimeError(f"still running after {limit} s")
+    finally:
+        script.unlink()
+    chunks = output.decode("utf-8", errors="replace").split(STEP_END + "\n")
+    if len(chunks) != len(steps) + 1:
+        raise RuntimeError(f"the shell stopped after {len(chunks) - 1} of {len(steps)} commands")
+    return [chunk.rstrip("\n").split("\n") if chunk else [] for chunk in chunks[:-1]]
 
 
 PYTHON_DRIVER = r"""
