@@ -129,6 +129,21 @@ class Runner(unittest.TestCase):
             """)
         self.assertEqual(status, 0, output)
 
+    def test_the_commands_share_one_shell(self):
+        status, output, _ = self.run_on("""
+            <!-- example: sim=default -->
+            ~~~console
+            $ sh -c 'exit 3'
+            $ echo $?
+            3
+            $ word=kept; (sleep 0.2; echo late > late.txt) &
+            $ wait; echo $word; cat late.txt
+            kept
+            late
+            ~~~
+            """)
+        self.assertEqual(status, 0, output)
+
     def test_python_examples_run_in_one_interpreter(self):
         if not (BUILD / "python" / "gpumem").is_dir():
             self.skipTest("no Python package in this build")
