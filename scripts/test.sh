@@ -103,7 +103,9 @@ PYTHON_OUT=$BUILD/python-package.out
 PYTHON_PID=$!
 
 # Sanitizers, then Release trees; warnings are errors in all of them (never in users' builds).
-# The Prometheus, Python and reliability tests run in build/ only: the last measures latencies.
+# The Prometheus, Python, reliability and docs tests run in build/ only: the reliability suite
+# measures latencies, and the docs show what the main build's gpumem prints (its stack frames and
+# timings, not a Debug or sanitized tree's).
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 sanitized() {  # build-dir, build type, sanitizers, cmake arguments…, then -- and ctest arguments
@@ -114,7 +116,7 @@ sanitized() {  # build-dir, build type, sanitizers, cmake arguments…, then -- 
   (($#)) && shift
   tree "$dir" -DCMAKE_BUILD_TYPE="$type" -DGPUMEM_SANITIZE="$sanitize" "${GPUMEM_BUILD_FLAGS[@]}" \
     "${args[@]}"
-  ctest --test-dir "$dir" --output-on-failure -j "$JOBS" -E "prometheus|python|reliability" "$@"
+  ctest --test-dir "$dir" --output-on-failure -j "$JOBS" -E "prometheus|python|reliability|docs" "$@"
 }
 # g++ in Debug. The benchmarks are built here (not run), for their warnings.
 stage "tests under -fsanitize=address,undefined, g++ Debug (build-asan/)" \

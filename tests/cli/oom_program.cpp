@@ -2,11 +2,20 @@
 // attribution must show: load_weights holds the most (1 GiB + 512 MiB), warm_up briefly holds
 // 64 MiB, then allocate_activations asks for more than the device has and gets
 // CUDA_ERROR_OUT_OF_MEMORY. It frees nothing before the failure and exits 1 after it.
+//
+//   gpumem_oom_program [--hold-ms MS]
+//
+// --hold-ms keeps its memory MS milliseconds after the failure before it exits, so that the
+// monitor of `gpumem run` surely samples it at rest (docs/cli.md's example shows the context
+// that a sample reconciles; without the hold, whether one falls in the few milliseconds the
+// program runs is chance).
 #include <dlfcn.h>
+#include <time.h>
 
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace {
 
@@ -56,7 +65,14 @@ void need(void* library, const char* name, Fn& fn) {
   return cuda.alloc(&activations, std::size_t{1} << 40);  // 1 TiB: more than any simulated GPU
 }
 
-int main() {
+int main(int argc, char** argv) {
+  long hold_ms = 0;
+  if (argc == 3 && std::strcmp(argv[1], "--hold-ms") == 0) {
+    hold_ms = std::strtol(argv[2], nullptr, 10);
+  } else if (argc != 1) {
+    std::fprintf(stderr, "usage: gpumem_oom_program [--hold-ms MS]\n");
+    return 2;
+  }
   const char* path = std::getenv("GPUMEM_CUDA_LIBRARY");
   void* library = ::dlopen(path != nullptr ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) return 3;
@@ -78,5 +94,10 @@ int main() {
   const CUresult status = allocate_activations(cuda);
   std::printf("allocate_activations: %s\n",
               status == kOutOfMemory ? "CUDA_ERROR_OUT_OF_MEMORY" : "unexpected");
+  std::fflush(stdout);
+  if (hold_ms > 0) {
+    const timespec hold{hold_ms / 1000, (hold_ms % 1000) * 1000000};
+    ::nanosleep(&hold, nullptr);
+  }
   return status == kOutOfMemory ? 1 : 5;
 }
