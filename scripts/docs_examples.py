@@ -237,7 +237,8 @@ def normalise(lines: list[str]) -> list[str]:
         text = re.sub(r"\bran [0-9.]+ (?:µs|us|ms|s|min)\b", "ran <duration>", text)
         text = re.sub(r"\b\d\d:\d\d:\d\d\b", "<clock>", text)
         text = re.sub(r", at -?[0-9.]+ (?:µs|ms|s)\b", ", at <time>", text)
-        text = re.sub(r"\b[0-9.]+ (?:µs|ms|s) before the\s+failure", "<time> before the failure", text)
+        # "2 ms before the failure", also where a fitted line breaks after "the".
+        text = re.sub(r"\b[0-9.]+ (?:µs|ms|s) (before|after) the\b", r"<time> \1 the", text)
         volatile = False
         # A PID column: the numbers that end where the header's "PID" ends.
         if re.search(r"(^|\s)PID(\s|$)", text):

@@ -110,6 +110,19 @@ TEST(RunSummary, ALongFallbackReasonIsWrappedToTheWidthAndWhole) {
   EXPECT_GE(count_of(run.err, "\ngpumem:   "), 4) << run.err;
 }
 
+// The first words of a line once added up to the continuation's indent (10 columns), and the
+// next word was taken for a line's first: "gpumem: noGPU measured".
+TEST(RunSummary, WrapKeepsTheSpacesOfALinesFirstWords) {
+  const std::string line =
+      "gpumem: no GPU measured: NVML not found (libnvidia-ml.so.1: cannot "
+      "open shared object file)\n";
+  const std::string wrapped = cli::wrap_lines(line, 40);
+  EXPECT_EQ(wrapped,
+            "gpumem: no GPU measured: NVML not found\n"
+            "gpumem:   (libnvidia-ml.so.1: cannot\n"
+            "gpumem:   open shared object file)\n");
+}
+
 TEST(RunSummary, WrapBreaksAWordWiderThanTheLineWithoutLosingIt) {
   const std::string word(50, 'x');
   EXPECT_EQ(cli::wrap_lines("gpumem: a " + word + " b\n", 30),

@@ -19,7 +19,7 @@ TEST(Watch, PrintsOneLinePerDeviceAndRefreshWithUsageProcessesAndPeak) {
   EXPECT_EQ(std::count(result.out.begin(), result.out.end(), '\n'), 6) << result.out;
   EXPECT_EQ(result.out.find("\033["), std::string::npos);  // no terminal control codes
   EXPECT_NE(result.out.find(" GPU 0 NVIDIA H200: used 64.0 MiB of 140.4 GiB, peak 64.0 MiB, 1 "
-                            "processes: " +
+                            "process: " +
                             std::to_string(holder.pid()) + " gpumem-sim 64.0 MiB\n"),
             std::string::npos)
       << result.out;

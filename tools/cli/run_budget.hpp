@@ -52,8 +52,8 @@ struct BudgetVerdict {
 std::vector<BudgetVerdict> judge_budgets(const RunResult& result,
                                          const std::vector<PeakBudget>& budgets);
 
-// One line per verdict of a device the command used: "gpumem: GPU 0 (NVIDIA H200): peak 2.1 GiB is over the --max-peak budget
-// of 2.0 GiB by 100.0 MiB (exact)", or "... is within ...".
+// One line per verdict of a device the command used: "gpumem: GPU 0 (NVIDIA H200): peak 2.1 GiB is
+// over the --max-peak budget of 2.0 GiB by 100.0 MiB (exact)", or "... is within ...".
 std::string budget_text(const std::vector<BudgetVerdict>& verdicts);
 nlohmann::ordered_json budget_json(const std::vector<BudgetVerdict>& verdicts);
 

@@ -99,6 +99,10 @@ void RunMonitor::baseline() {
     if (read) holders_.add(track.info.ordinal, monotonic_ns(), listed);
     baseline_processes_.insert(baseline_processes_.end(), listed.begin(), listed.end());
   }
+  // The timeline's zero: right before the command starts. Not at start(), after the fork: a
+  // loaded machine may run the command for milliseconds first, and its first events would come
+  // before the zero (a snapshot "at -12 ms").
+  start_ns_ = monotonic_ns();
 }
 
 double RunMonitor::now_s() const {
@@ -110,7 +114,7 @@ double RunMonitor::elapsed_s() const {
 }
 
 void RunMonitor::start(int root, double interval_s) {
-  start_ns_ = monotonic_ns();
+  if (start_ns_ == 0) start_ns_ = monotonic_ns();  // no baseline()
   pids_ = std::make_unique<PidMapper>(root, static_cast<int>(::getpid()));
   pids_->note_baseline(baseline_processes_);
   // The forwarded signals must reach the thread that waits for the command, not this one.

@@ -98,7 +98,7 @@ class RunMonitor {
   RunMonitor(std::vector<DeviceInfo> devices, run::RunCounters* counters, bool keep_timeline);
   ~RunMonitor();
 
-  // Reads the starting levels; call before the command starts.
+  // Reads the starting levels and sets the timeline's zero; call right before the command starts.
   void baseline();
   // Starts sampling the tree rooted at `root` every `interval_s`.
   void start(int root, double interval_s);

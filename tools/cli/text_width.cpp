@@ -93,26 +93,27 @@ std::string wrap_line(const std::string& line, std::size_t width, const std::str
   std::string out, current;
   std::size_t current_width = 0;
   const std::size_t indent_width = display_width(indent);
+  // Whether `current` holds no word yet (the first line, or a continuation's indent alone): told
+  // by a flag, not by the width, which a line's first words can add up to as well.
+  bool empty = true;
   auto finish = [&] {
     out += current + "\n";
     current = indent;
     current_width = indent_width;
+    empty = true;
   };
   std::size_t at = 0;
-  bool first_word = true;
   while (at < line.size()) {
     const std::size_t space = line.find(' ', at);
     std::string word = line.substr(at, space == std::string::npos ? std::string::npos : space - at);
     at = space == std::string::npos ? line.size() : space + 1;
     const std::size_t word_width = display_width(word);
-    const bool line_start = first_word || current_width == indent_width;
-    if (!line_start && current_width + 1 + word_width <= width) {
+    if (!empty && current_width + 1 + word_width <= width) {
       current += " " + word;
       current_width += 1 + word_width;
-      first_word = false;
       continue;
     }
-    if (!line_start) finish();
+    if (!empty) finish();
     // Break a word wider than what is left of a fresh line.
     while (current_width + display_width(word) > width && !word.empty()) {
       std::size_t cut = 0, cut_width = 0;
@@ -127,11 +128,12 @@ std::string wrap_line(const std::string& line, std::size_t width, const std::str
       word = word.substr(cut);
       finish();
     }
+    if (word.empty()) continue;  // it ended with the line
     current += word;
     current_width += display_width(word);
-    first_word = false;
+    empty = false;
   }
-  if (current_width > indent_width || first_word) out += current + "\n";
+  if (!empty || out.empty()) out += current + "\n";
   return out;
 }
 

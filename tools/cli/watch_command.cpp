@@ -38,7 +38,8 @@ std::string plain_lines(const std::vector<DeviceSnapshot>& snapshot, const PeakB
            ": used " + format_bytes(static_cast<std::int64_t>(device.info.memory.used)) + " of " +
            format_bytes(static_cast<std::int64_t>(device.info.memory.total)) + ", peak " +
            format_bytes(peaks.at(device.info.ordinal)) + ", " +
-           std::to_string(device.processes.size()) + " processes";
+           std::to_string(device.processes.size()) +
+           (device.processes.size() == 1 ? " process" : " processes");
     for (std::size_t i = 0; i < device.processes.size(); ++i) {
       const ProcessRow& process = device.processes[i];
       out += (i == 0 ? ": " : ", ") + std::to_string(process.pid) + " " +
