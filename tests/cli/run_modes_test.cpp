@@ -180,6 +180,20 @@ TEST(RunModes, TheMonitorAddsTheContextsToTheExactSpikes) {
   EXPECT_EQ(device["peak_bytes"], 650 * MiB);  // the spike, on top of the context
 }
 
+// A spike just before the process exits: no sample sees the process again, but the peak stood
+// on its context (it gave its slot back after the spike). Was 600 MiB, the events' 150 MiB
+// without the context.
+TEST(RunModes, ASpikeRightBeforeExitStandsOnItsContext) {
+  SimGpu gpu(R"({"devices": [{"name": "NVIDIA H200", "total_mib": 143771, "context_mib": 500}]})");
+  const Shell run = run_shell(workload("alloc a 100MiB; sleep 100ms; spike 50MiB 1ms; free a"));
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const auto& device = run.summary["devices"][0];
+  EXPECT_EQ(run.summary["mode"], "exact") << run.summary.dump(2);
+  EXPECT_EQ(device["exact_peak_bytes"], 150 * MiB);
+  EXPECT_EQ(device["context_bytes"], 500 * MiB);
+  EXPECT_EQ(device["peak_bytes"], 650 * MiB) << device.dump(2);
+}
+
 // A process that allocates and frees at once, before any sample saw it: its spike stood on its
 // context, which the monitor learns only afterwards.
 TEST(RunModes, ASpikeBeforeTheFirstSampleStandsOnItsContext) {

@@ -55,6 +55,7 @@ RunMonitor::RunMonitor(std::vector<DeviceInfo> devices, run::RunCounters* counte
   slots_.assign(devices_.size(), -1);
   steps_.assign(devices_.size(), StepCoalescer());
   summed_contexts_.resize(devices_.size());
+  summed_slots_.resize(devices_.size());
   // Before the command starts: its processes read it once, when they attach.
   if (counters_ != nullptr) {
     counters_->timeline = keep_timeline_ ? 1 : 0;
@@ -443,6 +444,19 @@ void RunMonitor::sample(bool final) {
       if (member && member->local_pid > 0)
         known->rank = ranks_.observe(static_cast<unsigned>(member->local_pid), ordinal, bytes);
     }
+    // The processes summed at the previous sample and gone now, with their slots then.
+    std::vector<std::pair<SlotReading, std::int64_t>> vanished;
+    for (const auto& [key, context] : summed_contexts_[index]) {
+      if (summed.contains(key)) continue;
+      if (const auto slot_then = summed_slots_[index].find(key);
+          slot_then != summed_slots_[index].end())
+        vanished.emplace_back(slot_then->second, context);
+    }
+    summed_slots_[index].clear();
+    for (const auto& [key, context] : summed) {
+      if (const auto reading = slots.find(key); reading != slots.end())
+        summed_slots_[index][key] = reading->second;
+    }
     summed_contexts_[index] = std::move(summed);
     track.unmapped_peak = std::max(track.unmapped_peak, unmapped_sum);
     if (keep_timeline_) timeline_.push_back({time_s, ordinal, Series::tree, 0, tree_sum});
@@ -482,6 +496,16 @@ void RunMonitor::sample(bool final) {
           } else if (context.claimed_ns <= peak_ns) {
             peak_context_sum += context.now;
           }
+        }
+        // A process that has exited since the previous sample (a spike just before its exit): it
+        // was there at the peak if it gave its slot back after it, and its slot has had no other
+        // owner since (else what the slot says is that owner's).
+        for (const auto& [then, context] : vanished) {
+          const run::ProcessSlot& gone = counters_->processes[then.index];
+          const std::int64_t released = gone.released_ns.load(std::memory_order_acquire);
+          if (gone.claimed_ns.load(std::memory_order_relaxed) == then.claimed_ns && released != 0 &&
+              then.claimed_ns <= peak_ns && peak_ns <= released)
+            peak_context_sum += context;
         }
       }
       if (rose) {

@@ -194,8 +194,9 @@ class RunMonitor {
   using ContextSteps = std::vector<std::pair<std::int64_t, std::int64_t>>;
   std::unordered_map<ProcessKey, std::unordered_map<int, ContextSteps>, ProcessKeyHash>
       context_history_;
-  // Per track: the contexts summed at the last sample, per process.
+  // Per track: the contexts summed at the last sample, per process, and their slots then.
   std::vector<std::unordered_map<ProcessKey, std::int64_t, ProcessKeyHash>> summed_contexts_;
+  std::vector<std::unordered_map<ProcessKey, SlotReading, ProcessKeyHash>> summed_slots_;
 };
 
 }  // namespace gpumem::cli

@@ -96,6 +96,7 @@ ProcessSlot* claim_slot() {
       slot.calls.fetch_add(gpumem::run::kCallEntered, std::memory_order_seq_cst);
       gpumem::run::give_back(*g_counters, slot);
       slot.claimed_ns.store(gpumem::run::monotonic_ns(), std::memory_order_relaxed);
+      slot.released_ns.store(0, std::memory_order_relaxed);
       gpumem::run::reset_calls(slot);
       return &slot;
     }
@@ -107,6 +108,7 @@ ProcessSlot* claim_slot() {
       // An event racing its previous owner's exit may have left bytes here: they are not ours.
       gpumem::run::give_back(*g_counters, slot);
       slot.claimed_ns.store(gpumem::run::monotonic_ns(), std::memory_order_relaxed);
+      slot.released_ns.store(0, std::memory_order_relaxed);
       gpumem::run::reset_calls(slot);
       slot.pid_namespace.store(pid_namespace, std::memory_order_release);
       return &slot;
@@ -122,6 +124,7 @@ void release_slot() {
   // Given back while the driver still shows our memory: no reading of the slot from now on may
   // pass for one no call overlapped (a call that never leaves; the next owner resets it).
   slot->calls.fetch_add(gpumem::run::kCallEntered, std::memory_order_seq_cst);
+  slot->released_ns.store(gpumem::run::monotonic_ns(), std::memory_order_release);
   gpumem::run::give_back(*g_counters, *slot);
   slot->pid_namespace.store(0, std::memory_order_relaxed);
   std::int32_t pid = ::getpid();

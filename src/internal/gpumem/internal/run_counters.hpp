@@ -29,7 +29,7 @@ namespace gpumem::run {
 inline constexpr const char* kCountersVariable = "GPUMEM_RUN_COUNTERS";
 
 inline constexpr std::uint32_t kCountersMagic = 0x67706d72;  // "gpmr"
-inline constexpr std::uint32_t kCountersVersion = 7;
+inline constexpr std::uint32_t kCountersVersion = 8;
 inline constexpr int kMaxDevices = 64;     // physical devices (UUIDs) counted in one run
 inline constexpr int kMaxProcesses = 512;  // CUDA processes of one tree tracked at once
 inline constexpr int kMaxRecords = 4096;   // processes whose attachment is recorded, per run
@@ -74,6 +74,10 @@ struct ProcessSlot {
   std::atomic<std::uint64_t> pid_namespace;  // 0 while being claimed
   std::atomic<std::uint64_t> calls;          // in flight (low 16 bits) and generation (above)
   std::atomic<std::int64_t> claimed_ns;      // CLOCK_MONOTONIC when its process claimed it
+  // CLOCK_MONOTONIC when its process gave it back at exit (0 while it runs, or when the monitor
+  // gave it back for a process that died): until then the process, its context included, was
+  // there, so a peak made before it still stood on that context.
+  std::atomic<std::int64_t> released_ns;
   std::atomic<std::int64_t> held[kMaxDevices];
 };
 
