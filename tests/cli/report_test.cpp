@@ -319,7 +319,7 @@ cli::RunFile timed_run(const std::string& path, int rank, std::int64_t peak, dou
 }
 
 std::string maximum_line(const cli::JobReport& report) {
-  const std::string text = cli::report_text(report);
+  const std::string text = cli::report_text(report, {});
   const std::size_t start = text.find("job maximum: ");
   return text.substr(start, text.find('\n', start) - start);
 }
@@ -347,7 +347,7 @@ TEST(ReportTime, OverlappingRunsOnAGpuAreSummed) {
             "job maximum: 80.0 MiB process footprint on n, GPU 0 (NVIDIA H200), rank 1 (local 1) "
             "(the sum of 2 overlapping runs' peaks: an upper bound, their peaks need not have "
             "coincided)");
-  EXPECT_NE(cli::report_text(report).find("80.0 MiB (sum)"), std::string::npos);
+  EXPECT_NE(cli::report_text(report, {}).find("80.0 MiB (sum)"), std::string::npos);
 }
 
 TEST(ReportTime, ThreeRunsOverlappingInPartsGiveTheSweepsHighestSum) {

@@ -144,4 +144,24 @@ std::string fit_table(const FitLayout& layout, std::optional<std::size_t> width,
   return table.render();
 }
 
+std::vector<std::string> unique_prefixes(const std::vector<std::string>& texts,
+                                         std::size_t length) {
+  for (;; ++length) {
+    std::vector<std::string> prefixes;
+    for (const std::string& text : texts) prefixes.push_back(text.substr(0, length));
+    std::vector<std::string> sorted = prefixes;
+    std::sort(sorted.begin(), sorted.end());
+    const bool unique = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
+    const bool whole = std::all_of(texts.begin(), texts.end(),
+                                   [&](const std::string& text) { return text.size() <= length; });
+    if (unique || whole) return prefixes;
+  }
+}
+
+std::string without_vendor(const std::string& name) {
+  static const std::string vendor = "NVIDIA ";
+  return name.rfind(vendor, 0) == 0 && name.size() > vendor.size() ? name.substr(vendor.size())
+                                                                   : name;
+}
+
 }  // namespace gpumem::cli

@@ -40,6 +40,13 @@ struct FitLayout {
   std::vector<FitStep> steps;
 };
 
+// The shortest prefixes of at least `length` characters that still tell the texts apart (UUIDs
+// as a narrow table shows them: CUDA_VISIBLE_DEVICES takes such a prefix too).
+std::vector<std::string> unique_prefixes(const std::vector<std::string>& texts, std::size_t length);
+
+// A device's name without the "NVIDIA " every NVIDIA device's name starts with.
+std::string without_vendor(const std::string& name);
+
 // The rendered table: without a width every column in full (flexible ones at `wide_width`);
 // with one, each line fits in `width` columns when the columns that have no step fit at their
 // shortest, and otherwise is as narrow as they allow.

@@ -1,4 +1,6 @@
 // `gpumem report FILE...`: combines the run files of a job's nodes and ranks.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
@@ -10,8 +12,10 @@
 #include "output_file.hpp"
 #include "report_output.hpp"
 #include "run_file.hpp"
+#include "terminal.hpp"
 #include "text_width.hpp"
 #include "usage.hpp"
+#include "width_options.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -21,6 +25,7 @@ struct ReportOptions {
   std::string json_path;  // "-": stdout, instead of the tables
   std::string svg_path;
   bool skip_bad = false;
+  WidthFlags width;
 };
 
 // Messages name files and quote what they hold (a schema's name): shown through printable().
@@ -83,7 +88,8 @@ int report_command(const ReportOptions& options) {
   };
   // An output on stdout ('-') takes the tables' place.
   if (options.json_path != kStdoutPath && options.svg_path != kStdoutPath)
-    std::cout << report_text(report);
+    std::cout << report_text(
+        report, {chosen_width(options.width, STDOUT_FILENO), output_style(STDOUT_FILENO).unicode});
   if (!options.json_path.empty()) write(options.json_path, json());
   if (!options.svg_path.empty()) write(options.svg_path, report_svg(report));
   std::cout.flush();
@@ -106,6 +112,7 @@ void add_report_command(CLI::App& app, int& exit_code) {
                      "Write an SVG chart of the peak per rank ('-': stdout)");
   report->add_flag("--skip-bad", options->skip_bad,
                    "Report the readable files when some cannot be read (each is named)");
+  add_width_options(*report, options->width);
   report->callback([options, &exit_code] { exit_code = report_command(*options); });
 }
 

@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "fitted_table.hpp"
 #include "format.hpp"
 #include "report_output.hpp"
 #include "table.hpp"
@@ -70,42 +71,68 @@ std::string combined_mark(const JobDevice& device) {
 
 }  // namespace
 
-std::string report_text(const JobReport& report) {
+std::string report_text(const JobReport& report, const ReportStyle& style) {
+  const std::string ellipsis = style.unicode ? "…" : "~";
+  // Lines of facts wrap at the width, never cut; tables shorten, then drop, columns.
+  auto fact = [&](const std::string& line) {
+    return style.width ? wrap_line(line, *style.width, "  ") : line + "\n";
+  };
   std::size_t used = 0;
   for (const JobDevice& device : report.devices) used += device.peak_bytes > 0 ? 1 : 0;
-  std::string out = "gpumem report: " + plural(report.inputs.size(), "run", "runs") + " on " +
-                    plural(report.nodes.size(), "node", "nodes") + ", " +
-                    plural(report.ranks.size(), "rank", "ranks") + ", " +
-                    plural(used, "GPU", "GPUs") + " used; mode " + mode_note(report) + "\n";
+  std::string out = fact("gpumem report: " + plural(report.inputs.size(), "run", "runs") + " on " +
+                         plural(report.nodes.size(), "node", "nodes") + ", " +
+                         plural(report.ranks.size(), "rank", "ranks") + ", " +
+                         plural(used, "GPU", "GPUs") + " used; mode " + mode_note(report));
   if (report.maximum) {
     const JobDevice& device = report.devices[*report.maximum];
-    out += "job maximum: " + format_bytes(device.peak_bytes) + " process footprint on " +
-           printable(device.node) + ", " + device_label(device);
+    std::string line = "job maximum: " + format_bytes(device.peak_bytes) +
+                       " process footprint on " + printable(device.node) + ", " +
+                       device_label(device);
     if (device.top_rank) {
       const JobRank& rank = report.ranks[*device.top_rank];
-      out += ", " + rank_label(rank.rank, rank.local_rank);
+      line += ", " + rank_label(rank.rank, rank.local_rank);
     }
-    out += combined_note(device) + "\n";
+    out += fact(line + combined_note(device));
   } else {
-    out += "job maximum: no run used a measured GPU\n";
+    out += fact("job maximum: no run used a measured GPU");
   }
-  for (const std::string& warning : report.warnings) out += "warning: " + printable(warning) + "\n";
+  for (const std::string& warning : report.warnings) out += fact("warning: " + printable(warning));
   std::size_t failed = 0;
   for (const JobInput& input : report.inputs) failed += input.exit_code != 0 ? 1 : 0;
   if (failed > 0)
-    out += "note: " + plural(failed, "run", "runs") + " exited with a non-zero status\n";
+    out += fact("note: " + plural(failed, "run", "runs") + " exited with a non-zero status");
 
   if (!report.ranks.empty()) {
-    Table ranks({">RANK", ">LOCAL", "NODE", ">GPU", "NAME", ">PEAK", "MEASURED"});
+    enum : std::size_t { kRank, kLocal, kNode, kGpu, kName, kPeak, kMeasured };
+    FitLayout ranks{{{">RANK"},
+                     {">LOCAL"},
+                     {"NODE", {}, {}, 8},
+                     {">GPU"},
+                     {"NAME", {}, {}, 8},
+                     {">PEAK"},
+                     {"MEASURED"}},
+                    {{FitStep::shorten, kName}, {FitStep::drop, kName}}};
     for (const JobRank& rank : report.ranks) {
-      ranks.add_row({optional_number(rank.rank), optional_number(rank.local_rank),
-                     printable(rank.node), optional_number(rank.device),
-                     printable(rank.device_name), format_bytes(rank.peak_bytes),
-                     printable(rank.measured)});
+      ranks.columns[kRank].cells.push_back(optional_number(rank.rank));
+      ranks.columns[kLocal].cells.push_back(optional_number(rank.local_rank));
+      ranks.columns[kNode].cells.push_back(printable(rank.node));
+      ranks.columns[kGpu].cells.push_back(optional_number(rank.device));
+      ranks.columns[kName].cells.push_back(printable(rank.device_name));
+      ranks.columns[kName].short_cells.push_back(printable(without_vendor(rank.device_name)));
+      ranks.columns[kPeak].cells.push_back(format_bytes(rank.peak_bytes));
+      ranks.columns[kMeasured].cells.push_back(printable(rank.measured));
     }
-    out += "\n" + ranks.render();
+    out += "\n" + fit_table(ranks, style.width, ellipsis);
   }
-  Table nodes({"NODE", ">RUNS", ">RANKS", ">GPUS USED", ">PEAK", "ON", "MODE"});
+  enum : std::size_t { kNodeName, kRuns, kRanks, kUsed, kNodePeak, kOn, kMode };
+  FitLayout nodes{{{"NODE", {}, {}, 8},
+                   {">RUNS"},
+                   {">RANKS"},
+                   {">GPUS USED"},
+                   {">PEAK"},
+                   {"ON"},
+                   {"MODE", {}, {}, 5}},
+                  {}};
   for (const JobNode& node : report.nodes) {
     std::string on = "-";
     if (node.peak_device) {
@@ -116,24 +143,48 @@ std::string report_text(const JobReport& report) {
         if (rank.rank) on += ", rank " + std::to_string(*rank.rank);
       }
     }
-    nodes.add_row({printable(node.name), std::to_string(node.runs), std::to_string(node.ranks),
-                   std::to_string(node.devices_used), format_bytes(node.peak_bytes), on,
-                   printable(node.mode)});
+    nodes.columns[kNodeName].cells.push_back(printable(node.name));
+    nodes.columns[kRuns].cells.push_back(std::to_string(node.runs));
+    nodes.columns[kRanks].cells.push_back(std::to_string(node.ranks));
+    nodes.columns[kUsed].cells.push_back(std::to_string(node.devices_used));
+    nodes.columns[kNodePeak].cells.push_back(format_bytes(node.peak_bytes));
+    nodes.columns[kOn].cells.push_back(on);
+    nodes.columns[kMode].cells.push_back(printable(node.mode));
   }
-  out += "\n" + nodes.render();
-  Table devices({"DEVICE", "NODE", ">GPU", "NAME", ">PEAK", ">TOTAL", "TOP RANK"});
+  out += "\n" + fit_table(nodes, style.width, ellipsis);
+  // Devices by UUID: cut to the shortest prefix that still tells them apart, then the name
+  // without "NVIDIA ", then TOTAL and NAME go; the peak and where it was stay.
+  enum : std::size_t { kDevice, kDeviceNode, kDeviceGpu, kDeviceName, kDevicePeak, kTotal, kTop };
+  std::vector<std::string> keys;
+  for (const JobDevice& device : report.devices) keys.push_back(printable(device.key));
+  FitLayout devices{{{"DEVICE", {}, unique_prefixes(keys, 12), 12},
+                     {"NODE", {}, {}, 8},
+                     {">GPU"},
+                     {"NAME", {}, {}, 8},
+                     {">PEAK"},
+                     {">TOTAL"},
+                     {"TOP RANK"}},
+                    {{FitStep::shorten, kDevice},
+                     {FitStep::shorten, kDeviceName},
+                     {FitStep::drop, kTotal},
+                     {FitStep::drop, kDeviceName}}};
   for (const JobDevice& device : report.devices) {
     std::string top = "-";
     if (device.top_rank) {
       const JobRank& rank = report.ranks[*device.top_rank];
       top = rank.rank ? std::to_string(*rank.rank) : "local " + optional_number(rank.local_rank);
     }
-    devices.add_row({printable(device.key), printable(device.node), std::to_string(device.device),
-                     printable(device.name),
-                     format_bytes(device.peak_bytes) + combined_mark(device),
-                     format_bytes(device.total_bytes), top});
+    devices.columns[kDevice].cells.push_back(printable(device.key));
+    devices.columns[kDeviceNode].cells.push_back(printable(device.node));
+    devices.columns[kDeviceGpu].cells.push_back(std::to_string(device.device));
+    devices.columns[kDeviceName].cells.push_back(printable(device.name));
+    devices.columns[kDeviceName].short_cells.push_back(printable(without_vendor(device.name)));
+    devices.columns[kDevicePeak].cells.push_back(format_bytes(device.peak_bytes) +
+                                                 combined_mark(device));
+    devices.columns[kTotal].cells.push_back(format_bytes(device.total_bytes));
+    devices.columns[kTop].cells.push_back(top);
   }
-  out += "\n" + devices.render();
+  out += "\n" + fit_table(devices, style.width, ellipsis);
   return out;
 }
 

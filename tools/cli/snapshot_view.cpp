@@ -21,27 +21,6 @@ std::string csv_field(const std::string& text) {
   return quoted + "\"";
 }
 
-// The shortest prefixes of at least `length` characters that still tell the texts apart.
-std::vector<std::string> unique_prefixes(const std::vector<std::string>& texts,
-                                         std::size_t length) {
-  for (;; ++length) {
-    std::vector<std::string> prefixes;
-    for (const std::string& text : texts) prefixes.push_back(text.substr(0, length));
-    std::vector<std::string> sorted = prefixes;
-    std::sort(sorted.begin(), sorted.end());
-    const bool unique = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
-    const bool whole = std::all_of(texts.begin(), texts.end(),
-                                   [&](const std::string& text) { return text.size() <= length; });
-    if (unique || whole) return prefixes;
-  }
-}
-
-std::string without_vendor(const std::string& name) {
-  static const std::string vendor = "NVIDIA ";
-  return name.rfind(vendor, 0) == 0 && name.size() > vendor.size() ? name.substr(vendor.size())
-                                                                   : name;
-}
-
 std::string memory_cell(const DeviceSnapshot& device, std::uint64_t bytes) {
   return device.memory_known ? format_bytes(static_cast<std::int64_t>(bytes)) : "?";
 }
