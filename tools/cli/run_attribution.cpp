@@ -11,6 +11,7 @@
 #include "attribution/views.hpp"
 #include "output_file.hpp"
 #include "snapshot.hpp"
+#include "timeline_steps.hpp"
 
 namespace gpumem::cli {
 
@@ -236,17 +237,18 @@ attribution::Document combine_attribution(const std::string& folder, const std::
     warnings->push_back(
         "a measured process named a device without its UUID: its CUDA ordinal was taken for "
         "gpumem's");
+  // Each device's footprint over time: the exact level with the contexts the samples found, so
+  // that the timeline's peak is the run's (and the snapshots' levels sit on it).
   std::vector<attribution::Timeline> tracks;
-  for (const TimelineRow& row : monitor.timeline()) {
-    if (row.series != Series::exact) continue;
-    auto track = std::find_if(tracks.begin(), tracks.end(), [&](const attribution::Timeline& t) {
-      return t.device == row.device;
-    });
-    if (track == tracks.end()) {
-      tracks.push_back({row.device, {}});
-      track = tracks.end() - 1;
-    }
-    track->steps.emplace_back(row.time_s, row.bytes);
+  const std::vector<TimelineRow> rows = monitor.timeline();
+  const auto contexts = series_steps(rows, Series::context);
+  for (const auto& [device, exact] : series_steps(rows, Series::exact)) {
+    const auto found = contexts.find(device);
+    attribution::Timeline track{device, {}};
+    for (const Step& step :
+         footprint_steps(exact, found != contexts.end() ? found->second : std::vector<Step>{}))
+      track.steps.emplace_back(static_cast<double>(step.time_ns) / 1e9, step.level);
+    tracks.push_back(std::move(track));
   }
   // A device the command never held memory on has no track.
   for (attribution::Timeline& track : tracks) {

@@ -29,6 +29,8 @@ const char* to_string(Series series) {
       return "exact";
     case Series::device:
       return "device";
+    case Series::context:
+      return "context";
   }
   return "?";
 }
@@ -246,7 +248,55 @@ std::vector<TimelineRow> RunMonitor::timeline() const {
       rows.push_back(
           {static_cast<double>(step.time_ns) / 1e9, ordinal, Series::exact, 0, step.level});
   }
+  // The contexts, as the peaks count them: each process's first estimate from when it claimed
+  // its slot (its context was there before a quiet reading told it apart), each later one from
+  // when it was read, and nothing from when it gave its slot back (else from the last sample
+  // that saw it).
+  const auto run_time = [&](std::int64_t ns) {
+    return std::max(0.0, static_cast<double>(ns - start_ns_) / 1e9);
+  };
+  for (const DeviceTrack& device : devices_) {
+    const int ordinal = device.info.ordinal;
+    std::vector<std::pair<double, std::int64_t>> changes;  // (time, change of the sum)
+    for (const auto& [key, per_device] : context_history_) {
+      const auto history = per_device.find(ordinal);
+      if (history == per_device.end() || history->second.empty()) continue;
+      const auto lifetime = lifetimes_.find(key);
+      std::int64_t level = 0;
+      bool first = true;
+      for (const auto& [ns, bytes] : history->second) {
+        const std::int64_t from =
+            first && lifetime != lifetimes_.end() && lifetime->second.claimed_ns != 0
+                ? std::min(ns, lifetime->second.claimed_ns)
+                : ns;
+        changes.emplace_back(run_time(from), bytes - level);
+        level = bytes;
+        first = false;
+      }
+      if (lifetime != lifetimes_.end()) {
+        const std::int64_t end = lifetime->second.released_ns != 0 ? lifetime->second.released_ns
+                                                                   : lifetime->second.last_seen_ns;
+        if (end != 0) changes.emplace_back(run_time(end), -level);
+      }
+    }
+    std::stable_sort(changes.begin(), changes.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::int64_t sum = 0;
+    rows.push_back({0.0, ordinal, Series::context, 0, 0});
+    for (const auto& [time, change] : changes) {
+      sum += change;
+      rows.push_back({time, ordinal, Series::context, 0, sum});
+    }
+  }
   return rows;
+}
+
+std::optional<std::int64_t> RunMonitor::released_ns(const SlotReading& then) const {
+  const run::ProcessSlot& gone = counters_->processes[then.index];
+  const std::int64_t released = gone.released_ns.load(std::memory_order_acquire);
+  if (gone.claimed_ns.load(std::memory_order_relaxed) != then.claimed_ns || released == 0)
+    return std::nullopt;  // its slot has had another owner since, or was given back for it
+  return released;
 }
 
 // A process that died without freeing (killed, or exited through _exit) sent no free events,
@@ -449,13 +499,20 @@ void RunMonitor::sample(bool final) {
     for (const auto& [key, context] : summed_contexts_[index]) {
       if (summed.contains(key)) continue;
       if (const auto slot_then = summed_slots_[index].find(key);
-          slot_then != summed_slots_[index].end())
+          slot_then != summed_slots_[index].end()) {
         vanished.emplace_back(slot_then->second, context);
+        if (const auto released = released_ns(slot_then->second))
+          lifetimes_[key].released_ns = *released;
+      }
     }
     summed_slots_[index].clear();
     for (const auto& [key, context] : summed) {
-      if (const auto reading = slots.find(key); reading != slots.end())
+      if (const auto reading = slots.find(key); reading != slots.end()) {
         summed_slots_[index][key] = reading->second;
+        Lifetime& lifetime = lifetimes_[key];
+        if (lifetime.claimed_ns == 0) lifetime.claimed_ns = reading->second.claimed_ns;
+        lifetime.last_seen_ns = monotonic_ns();
+      }
     }
     summed_contexts_[index] = std::move(summed);
     track.unmapped_peak = std::max(track.unmapped_peak, unmapped_sum);
@@ -501,10 +558,8 @@ void RunMonitor::sample(bool final) {
         // was there at the peak if it gave its slot back after it, and its slot has had no other
         // owner since (else what the slot says is that owner's).
         for (const auto& [then, context] : vanished) {
-          const run::ProcessSlot& gone = counters_->processes[then.index];
-          const std::int64_t released = gone.released_ns.load(std::memory_order_acquire);
-          if (gone.claimed_ns.load(std::memory_order_relaxed) == then.claimed_ns && released != 0 &&
-              then.claimed_ns <= peak_ns && peak_ns <= released)
+          const std::optional<std::int64_t> released = released_ns(then);
+          if (released && then.claimed_ns <= peak_ns && peak_ns <= *released)
             peak_context_sum += context;
         }
       }

@@ -26,7 +26,10 @@
 
 namespace gpumem::cli {
 
-enum class Series { process, tree, exact, device };
+// What a timeline row is of: one process's sampled usage, the tree's, the exact level at an
+// event, the device's used memory, or what the exactly counted processes held beyond their
+// events at a sample (their contexts: exact + context is their footprint).
+enum class Series { process, tree, exact, device, context };
 const char* to_string(Series series);
 
 struct TimelineRow {
@@ -197,6 +200,16 @@ class RunMonitor {
   // Per track: the contexts summed at the last sample, per process, and their slots then.
   std::vector<std::unordered_map<ProcessKey, std::int64_t, ProcessKeyHash>> summed_contexts_;
   std::vector<std::unordered_map<ProcessKey, SlotReading, ProcessKeyHash>> summed_slots_;
+  // When each exactly counted process claimed its slot, was last seen and gave it back (0:
+  // unknown), on the monotonic clock: the span its contexts count over in the timeline.
+  struct Lifetime {
+    std::int64_t claimed_ns = 0;
+    std::int64_t last_seen_ns = 0;
+    std::int64_t released_ns = 0;
+  };
+  std::unordered_map<ProcessKey, Lifetime, ProcessKeyHash> lifetimes_;
+  // When the process that held `then`'s slot gave it back, if the slot says so still.
+  std::optional<std::int64_t> released_ns(const SlotReading& then) const;
 };
 
 }  // namespace gpumem::cli

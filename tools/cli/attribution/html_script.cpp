@@ -407,6 +407,10 @@ const char* const kReportScript = R"js(
         line.append(svg("title", {}, "snapshot " + i + ": " + describe(s) + ", level " + fmtBytes(s.level_bytes)));
         line.addEventListener("click", () => choose(i));
         chart.append(line);
+        // A failure is a solid line named at the top, told apart from a peak's dashed one even
+        // where both fall on the same moment.
+        if (s.what === "oom")
+          chart.append(svg("text", { class: "mark-label", x: x(s.time_s) + 4, y: H - B - 6 }, "out of memory"));
       }
       chart.append(svg("line", { x1: L, x2: W - R, y1: y(0), y2: y(0), stroke: "#888" }));
       void last;

@@ -34,7 +34,8 @@ svg.timeline .level { fill: none; stroke: #1f77b4; stroke-width: 1.5; }
 svg.timeline .area { fill: #1f77b4; opacity: .12; }
 svg.timeline .mark { stroke-width: 1.2; stroke-dasharray: 4 3; cursor: pointer; }
 svg.timeline .mark.peak { stroke: var(--peak); }
-svg.timeline .mark.oom { stroke: var(--oom); }
+svg.timeline .mark.oom { stroke: var(--oom); stroke-width: 2.5; stroke-dasharray: none; }
+svg.timeline .mark-label { font-size: 11px; font-weight: 600; fill: var(--oom); }
 svg.timeline .peak-dot { fill: var(--peak); }
 svg.timeline text.peak-label { fill: var(--peak); font-weight: 600; }
 .tools { display: flex; gap: 6px; align-items: center; margin: 4px 0; }
