@@ -283,11 +283,12 @@ class GPUMemPlugin:
                                                      snapshots.get(reading.device)))
                 elif limit.mark == LEAKS_MARK and reading.held > limit.size:
                     failures.append(
-                        f"gpumem: {figures.nodeid} ended holding {_mib(reading.held)} of GPU "
-                        f"{reading.device} above its start (footprint {_mib(reading.start)} -> "
-                        f"{_mib(reading.end)}, after the frameworks' caches were released), "
-                        f"over its {LEAKS_MARK} of {_mib(limit.size)} ({limit.text!r}) by "
-                        f"{_mib(reading.held - limit.size)}")
+                        f"gpumem: {figures.nodeid} ended holding {_mib(reading.held)} above its "
+                        f"start on GPU {reading.device},\n"
+                        f"  over its {LEAKS_MARK} of {_mib(limit.size)} ({limit.text!r}) by "
+                        f"{_mib(reading.held - limit.size)}\n"
+                        f"  ({reading.quantity} {_mib(reading.start)} -> {_mib(reading.end)}, "
+                        "frameworks' caches released)")
             if not figures.devices:
                 failures.append(f"gpumem: no GPU to check @pytest.mark.{limit.mark} against "
                                 f"({_diagnosis.no_gpu_reason()})")
@@ -297,9 +298,11 @@ class GPUMemPlugin:
                     native_snapshot: Any) -> str:
         lines = [
             f"gpumem: {nodeid} peaked {_mib(reading.rise)} above its start on GPU "
-            f"{reading.device} ({reading.quantity} {_mib(reading.start)} -> peak "
-            f"{_mib(reading.peak)}, {_how(reading.source)}), over its {LIMIT_MARK} of "
-            f"{_mib(limit.size)} ({limit.text!r}) by {_mib(reading.rise - limit.size)}"]
+            f"{reading.device},",
+            f"  over its {LIMIT_MARK} of {_mib(limit.size)} ({limit.text!r}) by "
+            f"{_mib(reading.rise - limit.size)}",
+            f"  ({reading.quantity} {_mib(reading.start)} -> peak {_mib(reading.peak)}, "
+            f"{_how(reading.source)})"]
         snapshot = _attribution._wrap(native_snapshot)
         if snapshot is None:
             lines.append("  (no allocating stacks: attribution needs the exact source)")
@@ -312,8 +315,8 @@ class GPUMemPlugin:
             lines.append(f"    {_mib(held):>12}  {_attribution._where(frames)}")
         outside = reading.peak - snapshot.live_bytes
         if outside > 0:
-            lines.append(f"    {_mib(outside):>12}  in no block: the CUDA context, modules and the "
-                         "driver's rounding (the first test to use a device creates its context)")
+            lines.append(f"    {_mib(outside):>12}  in no block: the CUDA context, modules, the "
+                         "driver's rounding")
         return "\n".join(lines)
 
     @pytest.hookimpl(hookwrapper=True)
@@ -389,17 +392,17 @@ class GPUMemPlugin:
             sources = sorted({reading.source for _, reading in by_device[device]})
             how = " and ".join("exactly" if s == "exact" else s for s in sources)
             if not rows:
-                write(f"{label}: no test raised its footprint ({len(by_device[device])} tests, "
-                      f"measured {how})")
+                write(f"{label}, measured {how}: no test raised its footprint")
                 continue
             rows.sort(key=lambda row: -row[1].rise)
             shown = rows[: self.top]
-            write(f"{label}: the {len(shown)} highest of {len(by_device[device])} tests, "
-                  f"peak above the test's start (process footprint, measured {how}):")
+            write(f"{label}, measured {how}: the {len(shown)} highest peaks of "
+                  f"{len(by_device[device])} tests")
+            write(f"  {'above start':>12}  {'peak':>12}  test  (process footprint)")
             for result, reading in shown:
                 mark = "  over its limit" if result.failures else ""
                 sampled = "" if reading.source == "exact" else f" ({reading.source})"
-                write(f"  {_mib(reading.rise):>12}  peak {_mib(reading.peak):>12}  "
+                write(f"  {_mib(reading.rise):>12}  {_mib(reading.peak):>12}  "
                       f"{result.nodeid}{sampled}{mark}")
         if self.json_path:
             write(f"gpumem: every test's figures in {self.json_path}")

@@ -63,9 +63,9 @@ def test_a_test_over_its_limit_fails_naming_the_limit_the_peak_and_the_allocatin
     result = run(OVER_LIMIT, "--gpumem")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
-    assert ("test_suite.py::test_over peaked 300.0 MiB above its start on GPU 0 (process "
-            "footprint 0.0 MiB -> peak 300.0 MiB, measured exactly), over its limit_gpu_memory "
-            "of 200.0 MiB ('200 MiB') by 100.0 MiB") in out
+    assert ("test_suite.py::test_over peaked 300.0 MiB above its start on GPU 0,\n"
+            "  over its limit_gpu_memory of 200.0 MiB ('200 MiB') by 100.0 MiB\n"
+            "  (process footprint 0.0 MiB -> peak 300.0 MiB, measured exactly)") in out
     line = line_of(OVER_LIMIT, "weights = allocate(300)")
     assert re.search(rf"300\.0 MiB  test_over \(\S*test_suite\.py:{line}\)", out), out
 
@@ -124,9 +124,10 @@ def test_a_leak_over_its_budget_fails(run):
             allocate(200).free()  # peaks do not count against a leak budget
         """, "--gpumem")
     result.assert_outcomes(failed=1)
-    assert ("test_suite.py::test_leaks ended holding 64.0 MiB of GPU 0 above its start "
-            "(footprint 0.0 MiB -> 64.0 MiB, after the frameworks' caches were released), over "
-            "its limit_gpu_leaks of 16.0 MiB ('16 MiB') by 48.0 MiB") in result.stdout.str()
+    assert ("test_suite.py::test_leaks ended holding 64.0 MiB above its start on GPU 0,\n"
+            "  over its limit_gpu_leaks of 16.0 MiB ('16 MiB') by 48.0 MiB\n"
+            "  (process footprint 0.0 MiB -> 64.0 MiB, frameworks' caches released)"
+            ) in result.stdout.str()
 
 
 NESTED = """\
@@ -220,11 +221,11 @@ def test_the_top_n_report_lists_the_highest_peaks_per_device(run):
     out = result.stdout.str()
     result.stdout.fnmatch_lines([
         "*= GPU memory peaks (gpumem) =*",
-        "GPU 0 (NVIDIA H200): the 2 highest of 5 tests, peak above the test's start (process "
-        "footprint, measured exactly):",
-        "      40.0 MiB  peak     40.0 MiB  test_suite.py::test_40",
-        "      30.0 MiB  peak     30.0 MiB  test_suite.py::test_30",
-        "GPU 1 (NVIDIA A100-SXM4-40GB): no test raised its footprint (5 tests, measured exactly)",
+        "GPU 0 (NVIDIA H200), measured exactly: the 2 highest peaks of 5 tests",
+        "   above start          peak  test  (process footprint)",
+        "      40.0 MiB      40.0 MiB  test_suite.py::test_40",
+        "      30.0 MiB      30.0 MiB  test_suite.py::test_30",
+        "GPU 1 (NVIDIA A100-SXM4-40GB), measured exactly: no test raised its footprint",
     ])
     assert "test_20" not in out and "test_10" not in out
 
@@ -266,4 +267,4 @@ def test_under_xdist_the_controller_combines_the_workers_figures(run, tmp_path):
         "test_10": 10, "test_40": 40, "test_20": 20, "test_30": 30, "test_none": 0}
     document = json.loads(out.read_text())
     assert {test["worker"] for test in document["tests"]} <= {"gw0", "gw1"}
-    assert "      40.0 MiB  peak" in result.stdout.str()
+    assert "      40.0 MiB      40.0 MiB  test_suite.py::test_40" in result.stdout.str()
