@@ -216,6 +216,7 @@ class GPUMemPlugin:
         self.json_path: Optional[str] = config.getoption("gpumem_json")
         self.attribute_all = bool(config.getoption("gpumem_attribute"))
         self.limits: Dict[str, List[_Limit]] = {}
+        self.bad_markers: Dict[str, str] = {}
         self.results: List[_TestFigures] = []
         self.session: Optional[_Session] = None
         self.worker: Optional[str] = None
@@ -223,10 +224,12 @@ class GPUMemPlugin:
         if workerinput is not None:
             self.worker = str(workerinput.get("workerid"))
 
-    # Collection: every marker's size is read once, and a bad one stops the session.
+    # Collection: every marker's size is read once, and a bad one stops the session (under
+    # pytest-xdist, where a worker cannot stop it, it is an error of each test that has it).
     def pytest_collection_modifyitems(self, items: List[pytest.Item]) -> None:
-        problems = []
+        problems: List[str] = []
         for item in items:
+            before = len(problems)
             limits = []
             for name in (LIMIT_MARK, LEAKS_MARK):
                 for marker in item.iter_markers(name):
@@ -234,10 +237,22 @@ class GPUMemPlugin:
                         limits.append(_limit(marker))
                     except ValueError as error:
                         problems.append(f"{item.nodeid}: @pytest.mark.{name}: {error}")
+            visible = _native.device_count() if limits else 0
+            for limit in limits:
+                if limit.device is not None and visible and limit.device >= visible:
+                    problems.append(f"{item.nodeid}: @pytest.mark.{limit.mark}: device="
+                                    f"{limit.device} names no visible GPU ({visible} visible)")
             if limits:
                 self.limits[item.nodeid] = limits
-        if problems:
+            if self.worker is not None and len(problems) > before:
+                self.bad_markers[item.nodeid] = "\n".join(problems[before:])
+        if problems and self.worker is None:
             raise pytest.UsageError("gpumem: " + "\ngpumem: ".join(problems))
+
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        problem = self.bad_markers.get(item.nodeid)
+        if problem is not None:
+            pytest.fail(f"gpumem: {problem}", pytrace=False)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
@@ -269,7 +284,6 @@ class GPUMemPlugin:
                 trace.stop()
             figures.failures = self._check(figures, limits, snapshots)
             self.results.append(figures)
-            item.user_properties.append(("gpumem", figures.as_json()))
 
     def _check(self, figures: _TestFigures, limits: List[_Limit],
                snapshots: Dict[int, Any]) -> List[str]:
@@ -289,9 +303,6 @@ class GPUMemPlugin:
                         f"{_mib(reading.held - limit.size)}\n"
                         f"  ({reading.quantity} {_mib(reading.start)} -> {_mib(reading.end)}, "
                         "frameworks' caches released)")
-            if not figures.devices:
-                failures.append(f"gpumem: no GPU to check @pytest.mark.{limit.mark} against "
-                                f"({_diagnosis.no_gpu_reason()})")
         return failures
 
     def _over_limit(self, nodeid: str, reading: _DeviceFigures, limit: _Limit,
@@ -385,7 +396,10 @@ class GPUMemPlugin:
             for reading in result.devices:
                 by_device.setdefault(reading.device, []).append((result, reading))
         if not by_device:
-            write(f"gpumem: no GPU measured ({_diagnosis.no_gpu_reason()})")
+            # A job without a GPU runs its tests; its budgets are not checked, and it says so.
+            unchecked = sum(1 for r in self.results if r.nodeid in self.limits)
+            write(f"gpumem: no GPU measured ({_diagnosis.no_gpu_reason()}); the limits of "
+                  f"{unchecked} test{'s' if unchecked != 1 else ''} were not checked")
         for device in sorted(by_device):
             rows = [row for row in by_device[device] if row[1].rise > 0]
             label = f"GPU {device}" + (f" ({names[str(device)]})" if names.get(str(device)) else "")

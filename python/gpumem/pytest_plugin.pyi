@@ -17,11 +17,13 @@ class GPUMemPlugin:
     json_path: Optional[str]
     attribute_all: bool
     limits: Dict[str, List[Any]]
+    bad_markers: Dict[str, str]
     results: List[Any]
     session: Optional[Any]
     worker: Optional[str]
     def __init__(self, config: pytest.Config) -> None: ...
     def pytest_collection_modifyitems(self, items: List[pytest.Item]) -> None: ...
+    def pytest_runtest_setup(self, item: pytest.Item) -> None: ...
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]: ...
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]

@@ -248,6 +248,24 @@ def test_a_bad_size_is_a_usage_error_naming_the_marker_and_the_text(run):
     assert "test_suite.py::test_no_unit: @pytest.mark.limit_gpu_leaks: bad size '16': no unit" in err
 
 
+@pytest.mark.skipif(importlib.util.find_spec("xdist") is None,
+                    reason="pytest-xdist is not installed (python3-pytest-xdist)")
+def test_under_xdist_a_bad_size_is_an_error_of_its_test(run):
+    result = run("""\
+        import pytest
+
+        @pytest.mark.limit_gpu_memory("2 GiBs")
+        def test_bad():
+            pass
+
+        def test_good():
+            pass
+        """, "--gpumem", "-n", "2")
+    result.assert_outcomes(passed=1, errors=1)
+    assert ("gpumem: test_suite.py::test_bad: @pytest.mark.limit_gpu_memory: bad size '2 GiBs': "
+            "unknown unit") in result.stdout.str()
+
+
 def test_parse_byte_size_is_the_librarys_parser():
     assert _native.parse_byte_size("2 GiB") == 2 * 2**30
     assert _native.parse_byte_size("1.5GB") == 1_500_000_000
@@ -268,3 +286,36 @@ def test_under_xdist_the_controller_combines_the_workers_figures(run, tmp_path):
     document = json.loads(out.read_text())
     assert {test["worker"] for test in document["tests"]} <= {"gw0", "gw1"}
     assert "      40.0 MiB      40.0 MiB  test_suite.py::test_40" in result.stdout.str()
+
+
+def test_a_device_no_gpu_has_is_a_usage_error(run):
+    result = run("""\
+        import pytest
+
+        @pytest.mark.limit_gpu_memory("1 GiB", device=5)
+        def test_far():
+            pass
+        """, "--gpumem")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert ("test_suite.py::test_far: @pytest.mark.limit_gpu_memory: device=5 names no visible "
+            "GPU (2 visible)") in result.stderr.str()
+
+
+def test_without_a_gpu_the_tests_run_and_the_summary_says_the_limits_went_unchecked(
+        run, monkeypatch):
+    monkeypatch.setenv("GPUMEM_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+    monkeypatch.setenv("GPUMEM_CUDA_LIBRARY", "/nonexistent/libcuda.so.1")
+    monkeypatch.setenv("GPUMEM_CUPTI_LIBRARY", "/nonexistent/libcupti.so.13")
+    result = run("""\
+        import pytest
+
+        @pytest.mark.limit_gpu_memory("1 GiB")
+        def test_limited():
+            pass
+
+        def test_plain():
+            pass
+        """, "--gpumem")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["gpumem: no GPU measured (*); the limits of 1 test were not "
+                                 "checked"])
