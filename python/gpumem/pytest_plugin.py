@@ -68,6 +68,7 @@ class _DeviceFigures:
     start: int
     peak: int
     end: int
+    top: Optional[str] = None  # with --gpumem-attribute: who held the most at the peak
 
     @property
     def rise(self) -> int:
@@ -101,7 +102,7 @@ class _TestFigures:
         devices = [
             _DeviceFigures(
                 device=int(d["device"]), source=str(d["source"]), quantity=str(d["quantity"]),
-                start=int(d["start"]), peak=int(d["peak"]), end=int(d["end"]),
+                start=int(d["start"]), peak=int(d["peak"]), end=int(d["end"]), top=d.get("top"),
             )
             for d in document.get("devices", [])
         ]
@@ -179,7 +180,6 @@ class _Session:
     def __init__(self, attribute: bool) -> None:
         _framework.ensure_cache_hook()
         self.devices = list(range(_native.device_count()))
-        self.names = {int(d["ordinal"]): str(d.get("name") or "") for d in _native.devices()}
         # The first trace releases the frameworks' caches before its endpoints; the others read
         # right after it, so they need not release them again.
         self.traces = [
@@ -205,6 +205,19 @@ class _Session:
     def close(self) -> None:
         for trace in self.traces:
             trace.stop()
+
+
+def _peak_snapshot(trace: Any) -> Optional[_attribution.AttributionSnapshot]:
+    try:
+        return _attribution._wrap(trace.peak_snapshot())
+    except (RuntimeError, MemoryError):  # nothing recorded: the failure says there are no stacks
+        return None
+
+
+def _top_allocation(snapshot: Optional[_attribution.AttributionSnapshot]) -> Optional[str]:
+    """Where the stack that held the most at the peak allocated, as ``function (file:line)``."""
+    stacks = snapshot.top_stacks(1) if snapshot is not None else []
+    return _attribution._where(stacks[0][1]) if stacks else None
 
 
 class GPUMemPlugin:
@@ -276,10 +289,12 @@ class GPUMemPlugin:
         finally:
             figures = _TestFigures(item.nodeid, session.read(), worker=self.worker)
             snapshots: Dict[int, Any] = {}
-            for device, trace in zip(session.devices, session.traces):
-                source = attributing.get(device, trace if session.attribute else None)
-                if source is not None and any(l.applies_to(device) for l in memory_limits):
-                    snapshots[device] = source.peak_snapshot()
+            for reading, trace in zip(figures.devices, session.traces):
+                source = attributing.get(reading.device, trace if session.attribute else None)
+                if source is not None and reading.rise > 0:
+                    snapshots[reading.device] = _peak_snapshot(source)
+                    if session.attribute:
+                        reading.top = _top_allocation(snapshots[reading.device])
             for trace in attributing.values():
                 trace.stop()
             figures.failures = self._check(figures, limits, snapshots)
@@ -306,7 +321,7 @@ class GPUMemPlugin:
         return failures
 
     def _over_limit(self, nodeid: str, reading: _DeviceFigures, limit: _Limit,
-                    native_snapshot: Any) -> str:
+                    snapshot: Optional[_attribution.AttributionSnapshot]) -> str:
         lines = [
             f"gpumem: {nodeid} peaked {_mib(reading.rise)} above its start on GPU "
             f"{reading.device},",
@@ -314,7 +329,6 @@ class GPUMemPlugin:
             f"{_mib(reading.rise - limit.size)}",
             f"  ({reading.quantity} {_mib(reading.start)} -> peak {_mib(reading.peak)}, "
             f"{_how(reading.source)})"]
-        snapshot = _attribution._wrap(native_snapshot)
         if snapshot is None:
             lines.append("  (no allocating stacks: attribution needs the exact source)")
             return "\n".join(lines)
@@ -324,6 +338,10 @@ class GPUMemPlugin:
                      f"({_mib(snapshot.live_bytes)} in {count} block{'s' if count != 1 else ''}):")
         for held, frames in stacks:
             lines.append(f"    {_mib(held):>12}  {_attribution._where(frames)}")
+        unknown = snapshot.live_bytes - sum(held for _, held in snapshot.bytes_by_stack())
+        if unknown > 0:
+            lines.append(f"    {_mib(unknown):>12}  no stack: allocated while attribution was off "
+                         "(--gpumem-attribute)")
         outside = reading.peak - snapshot.live_bytes
         if outside > 0:
             lines.append(f"    {_mib(outside):>12}  in no block: the CUDA context, modules, the "
@@ -418,5 +436,7 @@ class GPUMemPlugin:
                 sampled = "" if reading.source == "exact" else f" ({reading.source})"
                 write(f"  {_mib(reading.rise):>12}  {_mib(reading.peak):>12}  "
                       f"{result.nodeid}{sampled}{mark}")
+                if reading.top:
+                    write(f"  {'':>12}  {'':>12}    most held by {reading.top}")
         if self.json_path:
             write(f"gpumem: every test's figures in {self.json_path}")

@@ -288,6 +288,44 @@ def test_under_xdist_the_controller_combines_the_workers_figures(run, tmp_path):
     assert "      40.0 MiB      40.0 MiB  test_suite.py::test_40" in result.stdout.str()
 
 
+PRIOR = """\
+    import pytest
+    from gpumem.testing import allocate
+
+    kept = []
+
+    def test_first():
+        kept.append(allocate(64))
+
+    @pytest.mark.limit_gpu_memory("100 MiB")
+    def test_second():
+        allocate(120).free()
+    """
+
+
+def test_blocks_held_from_before_the_test_count_at_the_peak_but_not_against_the_limit(run):
+    result = run(PRIOR, "--gpumem")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "(process footprint 64.0 MiB -> peak 184.0 MiB, measured exactly)" in out
+    assert "by 20.0 MiB" in out
+    assert "allocations live at the peak, the largest first (184.0 MiB in 2 blocks):" in out
+    assert "64.0 MiB  no stack: allocated while attribution was off" in out
+
+
+def test_with_attribution_on_every_test_names_who_held_the_most(run, tmp_path):
+    out = tmp_path / "figures.json"
+    result = run(PRIOR, "--gpumem", "--gpumem-attribute", f"--gpumem-json={out}")
+    result.assert_outcomes(passed=1, failed=1)
+    first, second = line_of(PRIOR, "allocate(64)"), line_of(PRIOR, "allocate(120)")
+    text = result.stdout.str()
+    assert re.search(rf"64\.0 MiB  test_first \(\S*test_suite\.py:{first}\)", text), text
+    assert re.search(rf"most held by test_second \(\S*test_suite\.py:{second}\)", text), text
+    tests = figures(out)
+    assert re.fullmatch(rf"test_first \(\S*test_suite\.py:{first}\)", tests["test_first"][0]["top"])
+    assert tests["test_first"][1]["top"] is None
+
+
 def test_a_device_no_gpu_has_is_a_usage_error(run):
     result = run("""\
         import pytest
