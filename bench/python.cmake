@@ -9,3 +9,15 @@ if(TARGET gpumem_native)
     VERBATIM)
   add_dependencies(bench_python gpumem_native gpumem_sim)
 endif()
+
+# The pytest plugin's cost per test (--gpumem on trivial tests, without attribution):
+# `cmake --build <build> --target bench_pytest_plugin`.
+if(TARGET gpumem_native)
+  add_custom_target(bench_pytest_plugin
+    COMMAND ${CMAKE_COMMAND} -E env PYTHONPATH=${CMAKE_BINARY_DIR}/python
+            ${GPUMEM_PYTHON_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/pytest_plugin_cost.py
+            --sim-dir ${GPUMEM_SIM_DIR}
+    USES_TERMINAL
+    VERBATIM)
+  add_dependencies(bench_pytest_plugin gpumem_native gpumem_sim)
+endif()

@@ -33,7 +33,8 @@ step() {  # name, command…: runs the command, its output to the log; on failur
 }
 
 [ -x "$TOOLS/bin/python" ] || step "tools environment" "$PYTHON" -m venv "$TOOLS"
-step "tools (build, twine, mypy)" "$TOOLS/bin/pip" install -q build twine mypy
+# pytest: stubtest imports gpumem.pytest_plugin, and mypy reads pytest's types in its stub.
+step "tools (build, twine, mypy, pytest)" "$TOOLS/bin/pip" install -q build twine mypy pytest
 
 rm -rf "$BUILD/dist"
 start=$SECONDS

@@ -32,7 +32,7 @@ PACKAGES=(
 if ((TESTS)); then
   PACKAGES+=(
     clang clang-format python3-pybind11 libgtest-dev libgmock-dev libbenchmark-dev openssl
-    python3-pytest python3-venv ipython3 python3-torch python3-markdown-it
+    python3-pytest python3-pytest-xdist python3-venv ipython3 python3-torch python3-markdown-it
     prometheus tmux dpkg-dev file pkgconf golang-go chromium
   )
 fi

@@ -11,5 +11,6 @@ void bind_trace(pybind11::module_& module);
 void bind_allocate(pybind11::module_& module);
 void bind_cache(pybind11::module_& module);
 void bind_attribution(pybind11::module_& module);
+void bind_byte_size(pybind11::module_& module);
 
 }  // namespace gpumem::python

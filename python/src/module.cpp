@@ -14,4 +14,5 @@ PYBIND11_MODULE(_native, module) {
   gpumem::python::bind_trace(module);
   gpumem::python::bind_allocate(module);
   gpumem::python::bind_attribution(module);
+  gpumem::python::bind_byte_size(module);
 }

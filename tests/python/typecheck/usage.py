@@ -5,6 +5,7 @@ from typing import List, Optional, Tuple
 
 from gpumem import *
 from gpumem import GpuHandle, TraceBytes, device_count, diagnostics
+from gpumem.pytest_plugin import LIMIT_MARK, parse_size
 from gpumem.testing import DeviceMemory, allocate
 
 
@@ -64,3 +65,8 @@ def attribution() -> None:
     oom = last_oom()
     if oom is not None and oom.failure is not None:
         print(oom.failure["bytes"], oom.top_stacks(3))
+
+
+def pytest_budgets() -> None:
+    budget: int = parse_size("2 GiB")
+    print(LIMIT_MARK, budget)

@@ -1,0 +1,442 @@
+"""gpumem's pytest plugin: every test's GPU memory peak, and budgets for it (docs/ci.md).
+
+Enabled by ``--gpumem`` (or ``gpumem = true`` in the ini file); while it is off the markers
+``limit_gpu_memory`` and ``limit_gpu_leaks`` do nothing. Per test and per visible device it
+records the process footprint at the test's start, its peak and its end (exact where CUPTI
+works, sampled otherwise, as the trace's ``source`` says), fails a test whose peak rose above
+its start by more than its ``limit_gpu_memory``, or that ends holding more than its
+``limit_gpu_leaks`` above its start, and prints the tests with the highest peaks per device.
+
+What is measured is the test function's call, as pytest-memray measures it: fixtures' set-up and
+tear-down are outside it. One trace per device lives for the whole session (the exact source's
+subscription stays up); each test only re-baselines and reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, Generator, List, Optional, Tuple
+
+import pytest
+
+from . import _attribution, _diagnosis, _framework, _native
+
+LIMIT_MARK = "limit_gpu_memory"
+LEAKS_MARK = "limit_gpu_leaks"
+JSON_FORMAT = "gpumem.pytest/1"
+_STACKS_SHOWN = 5
+_MIB = 2**20
+
+
+def _mib(size: int) -> str:
+    return f"{size / _MIB:.1f} MiB"
+
+
+def _how(source: str) -> str:
+    if source == "exact":
+        return "measured exactly"
+    if source == "sampled":
+        return "sampled: the peak may have been higher"
+    return f"source {source}"
+
+
+@dataclass
+class _Limit:
+    """One marker's budget: ``size`` bytes (written as ``text``) on ``device`` (None: each
+    measured device)."""
+
+    mark: str
+    text: str
+    size: int
+    device: Optional[int]
+
+    def applies_to(self, device: int) -> bool:
+        return self.device is None or self.device == device
+
+
+@dataclass
+class _DeviceFigures:
+    """One test's readings on one device, in bytes: the process footprint at the test's start,
+    its peak during the test and its level at the end (after the frameworks' caches were
+    released), with where the peak came from."""
+
+    device: int
+    source: str
+    quantity: str
+    start: int
+    peak: int
+    end: int
+    top: Optional[str] = None  # with --gpumem-attribute: who held the most at the peak
+
+    @property
+    def rise(self) -> int:
+        return max(self.peak - self.start, 0)
+
+    @property
+    def held(self) -> int:
+        return self.end - self.start
+
+
+@dataclass
+class _TestFigures:
+    nodeid: str
+    devices: List[_DeviceFigures] = field(default_factory=list)
+    failures: List[str] = field(default_factory=list)
+    worker: Optional[str] = None
+
+    def as_json(self) -> Dict[str, Any]:
+        return {
+            "nodeid": self.nodeid,
+            "worker": self.worker,
+            "over_limit": bool(self.failures),
+            "devices": [
+                dict(asdict(figures), peak_above_start=figures.rise, held_at_end=figures.held)
+                for figures in self.devices
+            ],
+        }
+
+    @staticmethod
+    def from_json(document: Dict[str, Any]) -> "_TestFigures":
+        devices = [
+            _DeviceFigures(
+                device=int(d["device"]), source=str(d["source"]), quantity=str(d["quantity"]),
+                start=int(d["start"]), peak=int(d["peak"]), end=int(d["end"]), top=d.get("top"),
+            )
+            for d in document.get("devices", [])
+        ]
+        figures = _TestFigures(nodeid=str(document["nodeid"]), devices=devices,
+                              worker=document.get("worker"))
+        if document.get("over_limit"):
+            figures.failures.append("over a limit")
+        return figures
+
+
+def parse_size(text: object) -> int:
+    """``text`` ("2 GiB", "512MB") as bytes, by gpumem's one parser of sizes (the one of
+    ``gpumem run --max-peak``); ValueError saying what is wrong."""
+    if not isinstance(text, str):
+        raise ValueError(f"expected a size as text, such as \"2 GiB\", not {text!r}")
+    return int(_native.parse_byte_size(text))
+
+
+def _limit(marker: Any) -> _Limit:
+    if len(marker.args) != 1 or set(marker.kwargs) - {"device"}:
+        raise ValueError(f"takes one size and an optional device= "
+                         f"(@pytest.mark.{marker.name}(\"2 GiB\", device=0))")
+    text = marker.args[0]
+    try:
+        size = parse_size(text)
+    except ValueError as error:
+        raise ValueError(f"bad size {text!r}: {error}") from None
+    device: Optional[int] = None
+    named = marker.kwargs.get("device")
+    if named is not None:
+        device = _framework.resolve_device(named)
+        if device is None:
+            raise ValueError(f"device={named!r} names no GPU")
+    return _Limit(marker.name, str(text), size, device)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gpumem", "GPU memory of each test (gpumem)")
+    group.addoption(
+        "--gpumem", action="store_true", default=False,
+        help="measure each test's GPU memory peak (process footprint, per device) and enforce "
+             "the limit_gpu_memory and limit_gpu_leaks markers")
+    group.addoption(
+        "--gpumem-top", type=int, default=5, metavar="N",
+        help="after the session, list the N tests with the highest peaks per device (default 5; "
+             "0: none)")
+    group.addoption(
+        "--gpumem-json", metavar="FILE", default=None,
+        help="write every test's figures to FILE (JSON, gpumem.pytest/1)")
+    group.addoption(
+        "--gpumem-attribute", action="store_true", default=False,
+        help="record the allocating stacks of every test (tests with a limit_gpu_memory marker "
+             "always have them)")
+    parser.addini("gpumem", type="bool", default=False,
+                  help="measure each test's GPU memory, as --gpumem does")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{LIMIT_MARK}(size, device=None): fail the test when its GPU memory peak rises more than "
+        "size (\"2 GiB\", \"500 MB\") above its start, on the device or on any (with --gpumem)")
+    config.addinivalue_line(
+        "markers",
+        f"{LEAKS_MARK}(size, device=None): fail the test when it ends holding more than size of "
+        "GPU memory above its start, on the device or on any (with --gpumem)")
+    if config.getoption("gpumem") or config.getini("gpumem"):
+        config.pluginmanager.register(GPUMemPlugin(config), "gpumem-measure")
+
+
+class _Session:
+    """The session's traces, one per visible device: alive from the first test to the end, so
+    the exact source stays subscribed and each test costs a re-baseline and a read."""
+
+    def __init__(self, attribute: bool) -> None:
+        _framework.ensure_cache_hook()
+        self.devices = list(range(_native.device_count()))
+        # The first trace releases the frameworks' caches before its endpoints; the others read
+        # right after it, so they need not release them again.
+        self.traces = [
+            _native.Trace(silent=True, on_exit_report=False, device=device, no_cache=index == 0,
+                          attribute=attribute)
+            for index, device in enumerate(self.devices)
+        ]
+        self.attribute = attribute
+
+    def reset(self) -> None:
+        for trace in self.traces:
+            trace.reset()
+
+    def read(self) -> List[_DeviceFigures]:
+        figures = []
+        for device, trace in zip(self.devices, self.traces):
+            data = trace.data_bytes()
+            figures.append(_DeviceFigures(
+                device=device, source=str(data["source"]), quantity=str(data["quantity"]),
+                start=int(data["start"]), peak=int(data["peak"]), end=int(data["end"])))
+        return figures
+
+    def close(self) -> None:
+        for trace in self.traces:
+            trace.stop()
+
+
+def _peak_snapshot(trace: Any) -> Optional[_attribution.AttributionSnapshot]:
+    try:
+        return _attribution._wrap(trace.peak_snapshot())
+    except (RuntimeError, MemoryError):  # nothing recorded: the failure says there are no stacks
+        return None
+
+
+def _top_allocation(snapshot: Optional[_attribution.AttributionSnapshot]) -> Optional[str]:
+    """Where the stack that held the most at the peak allocated, as ``function (file:line)``."""
+    stacks = snapshot.top_stacks(1) if snapshot is not None else []
+    return _attribution._where(stacks[0][1]) if stacks else None
+
+
+class GPUMemPlugin:
+    """What ``--gpumem`` registers: measures each test, enforces the markers, reports."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.top = int(config.getoption("gpumem_top"))
+        self.json_path: Optional[str] = config.getoption("gpumem_json")
+        self.attribute_all = bool(config.getoption("gpumem_attribute"))
+        self.limits: Dict[str, List[_Limit]] = {}
+        self.bad_markers: Dict[str, str] = {}
+        self.results: List[_TestFigures] = []
+        self.session: Optional[_Session] = None
+        self.worker: Optional[str] = None
+        workerinput = getattr(config, "workerinput", None)
+        if workerinput is not None:
+            self.worker = str(workerinput.get("workerid"))
+
+    # Collection: every marker's size is read once, and a bad one stops the session (under
+    # pytest-xdist, where a worker cannot stop it, it is an error of each test that has it).
+    def pytest_collection_modifyitems(self, items: List[pytest.Item]) -> None:
+        problems: List[str] = []
+        for item in items:
+            before = len(problems)
+            limits = []
+            for name in (LIMIT_MARK, LEAKS_MARK):
+                for marker in item.iter_markers(name):
+                    try:
+                        limits.append(_limit(marker))
+                    except ValueError as error:
+                        problems.append(f"{item.nodeid}: @pytest.mark.{name}: {error}")
+            visible = _native.device_count() if limits else 0
+            for limit in limits:
+                if limit.device is not None and visible and limit.device >= visible:
+                    problems.append(f"{item.nodeid}: @pytest.mark.{limit.mark}: device="
+                                    f"{limit.device} names no visible GPU ({visible} visible)")
+            if limits:
+                self.limits[item.nodeid] = limits
+            if self.worker is not None and len(problems) > before:
+                self.bad_markers[item.nodeid] = "\n".join(problems[before:])
+        if problems and self.worker is None:
+            raise pytest.UsageError("gpumem: " + "\ngpumem: ".join(problems))
+
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        problem = self.bad_markers.get(item.nodeid)
+        if problem is not None:
+            pytest.fail(f"gpumem: {problem}", pytrace=False)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        if self.session is None:
+            self.session = _Session(self.attribute_all)
+        session = self.session
+        limits = self.limits.get(item.nodeid, [])
+        memory_limits = [limit for limit in limits if limit.mark == LIMIT_MARK]
+        session.reset()
+        # A test with a budget gets a trace that attributes, so that its failure names the
+        # stacks live at its peak (the session's traces attribute with --gpumem-attribute).
+        attributing: Dict[int, Any] = {}
+        if memory_limits and not session.attribute:
+            for device in session.devices:
+                if any(limit.applies_to(device) for limit in memory_limits):
+                    attributing[device] = _native.Trace(
+                        silent=True, on_exit_report=False, device=device, no_cache=False,
+                        attribute=True)
+        try:
+            yield
+        finally:
+            figures = _TestFigures(item.nodeid, session.read(), worker=self.worker)
+            snapshots: Dict[int, Any] = {}
+            for reading, trace in zip(figures.devices, session.traces):
+                source = attributing.get(reading.device, trace if session.attribute else None)
+                if source is not None and reading.rise > 0:
+                    snapshots[reading.device] = _peak_snapshot(source)
+                    if session.attribute:
+                        reading.top = _top_allocation(snapshots[reading.device])
+            for trace in attributing.values():
+                trace.stop()
+            figures.failures = self._check(figures, limits, snapshots)
+            self.results.append(figures)
+
+    def _check(self, figures: _TestFigures, limits: List[_Limit],
+               snapshots: Dict[int, Any]) -> List[str]:
+        failures = []
+        for limit in limits:
+            for reading in figures.devices:
+                if not limit.applies_to(reading.device):
+                    continue
+                if limit.mark == LIMIT_MARK and reading.rise > limit.size:
+                    failures.append(self._over_limit(figures.nodeid, reading, limit,
+                                                     snapshots.get(reading.device)))
+                elif limit.mark == LEAKS_MARK and reading.held > limit.size:
+                    failures.append(
+                        f"gpumem: {figures.nodeid} ended holding {_mib(reading.held)} above its "
+                        f"start on GPU {reading.device},\n"
+                        f"  over its {LEAKS_MARK} of {_mib(limit.size)} ({limit.text!r}) by "
+                        f"{_mib(reading.held - limit.size)}\n"
+                        f"  ({reading.quantity} {_mib(reading.start)} -> {_mib(reading.end)}, "
+                        "frameworks' caches released)")
+        return failures
+
+    def _over_limit(self, nodeid: str, reading: _DeviceFigures, limit: _Limit,
+                    snapshot: Optional[_attribution.AttributionSnapshot]) -> str:
+        lines = [
+            f"gpumem: {nodeid} peaked {_mib(reading.rise)} above its start on GPU "
+            f"{reading.device},",
+            f"  over its {LIMIT_MARK} of {_mib(limit.size)} ({limit.text!r}) by "
+            f"{_mib(reading.rise - limit.size)}",
+            f"  ({reading.quantity} {_mib(reading.start)} -> peak {_mib(reading.peak)}, "
+            f"{_how(reading.source)})"]
+        if snapshot is None:
+            lines.append("  (no allocating stacks: attribution needs the exact source)")
+            return "\n".join(lines)
+        stacks = snapshot.top_stacks(_STACKS_SHOWN)
+        count = len(snapshot.blocks)
+        lines.append(f"  allocations live at the peak, the largest first "
+                     f"({_mib(snapshot.live_bytes)} in {count} block{'s' if count != 1 else ''}):")
+        for held, frames in stacks:
+            lines.append(f"    {_mib(held):>12}  {_attribution._where(frames)}")
+        unknown = snapshot.live_bytes - sum(held for _, held in snapshot.bytes_by_stack())
+        if unknown > 0:
+            lines.append(f"    {_mib(unknown):>12}  no stack: allocated while attribution was off "
+                         "(--gpumem-attribute)")
+        outside = reading.peak - snapshot.live_bytes
+        if outside > 0:
+            lines.append(f"    {_mib(outside):>12}  in no block: the CUDA context, modules, the "
+                         "driver's rounding")
+        return "\n".join(lines)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+        outcome = yield
+        if call.when != "call" or not self.results or self.results[-1].nodeid != item.nodeid:
+            return
+        failures = self.results[-1].failures
+        if not failures:
+            return
+        report = outcome.get_result()
+        text = "\n".join(failures)
+        if report.passed:
+            report.outcome = "failed"
+            report.longrepr = text
+        else:  # failed on its own: the budget's verdict goes beside its traceback
+            report.sections.append(("gpumem", text))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.session is not None:
+            self.session.close()
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            # Under pytest-xdist each worker measures its own tests; the controller combines them.
+            workeroutput["gpumem"] = json.dumps([r.as_json() for r in self.results])
+            return
+        if self.json_path:
+            self._write_json(self.json_path)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        output = getattr(node, "workeroutput", None) or {}
+        for document in json.loads(output.get("gpumem", "[]")):
+            self.results.append(_TestFigures.from_json(document))
+
+    def _write_json(self, path: str) -> None:
+        document = {
+            "format": JSON_FORMAT,
+            "devices": self._device_names(),
+            "tests": [r.as_json() for r in self.results],
+        }
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump(document, out, indent=1)
+            out.write("\n")
+
+    def _device_names(self) -> Dict[str, str]:
+        try:
+            return {str(d["ordinal"]): str(d.get("name") or "") for d in _native.devices()}
+        except Exception:  # noqa: BLE001 - names are a courtesy; the figures are the document
+            return {}
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.worker is not None or self.top <= 0:
+            return
+        write = terminalreporter.write_line
+        terminalreporter.write_sep("=", "GPU memory peaks (gpumem)")
+        if not self.results:
+            write("gpumem: no test ran")
+            return
+        names = self._device_names()
+        by_device: Dict[int, List[Tuple[_TestFigures, _DeviceFigures]]] = {}
+        for result in self.results:
+            for reading in result.devices:
+                by_device.setdefault(reading.device, []).append((result, reading))
+        if not by_device:
+            # A job without a GPU runs its tests; its budgets are not checked, and it says so.
+            unchecked = sum(1 for r in self.results if r.nodeid in self.limits)
+            write(f"gpumem: no GPU measured ({_diagnosis.no_gpu_reason()}); the limits of "
+                  f"{unchecked} test{'s' if unchecked != 1 else ''} were not checked")
+        for device in sorted(by_device):
+            rows = [row for row in by_device[device] if row[1].rise > 0]
+            label = f"GPU {device}" + (f" ({names[str(device)]})" if names.get(str(device)) else "")
+            sources = sorted({reading.source for _, reading in by_device[device]})
+            how = " and ".join("exactly" if s == "exact" else s for s in sources)
+            if not rows:
+                write(f"{label}, measured {how}: no test raised its footprint")
+                continue
+            rows.sort(key=lambda row: -row[1].rise)
+            shown = rows[: self.top]
+            write(f"{label}, measured {how}: the {len(shown)} highest peaks of "
+                  f"{len(by_device[device])} tests")
+            write(f"  {'above start':>12}  {'peak':>12}  test  (process footprint)")
+            for result, reading in shown:
+                mark = "  over its limit" if result.failures else ""
+                sampled = "" if reading.source == "exact" else f" ({reading.source})"
+                write(f"  {_mib(reading.rise):>12}  {_mib(reading.peak):>12}  "
+                      f"{result.nodeid}{sampled}{mark}")
+                if reading.top:
+                    write(f"  {'':>12}  {'':>12}    most held by {reading.top}")
+        if self.json_path:
+            write(f"gpumem: every test's figures in {self.json_path}")
