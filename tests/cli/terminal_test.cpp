@@ -240,5 +240,42 @@ TEST_F(Terminal, ColourOnATerminalUnlessNoColorAndAsciiWithoutUtf8) {
   }
 }
 
+// What `gpumem attribution`, `gpumem run --attribute` and `gpumem report` print fits an 80-column
+// pane with its facts whole: sizes, shares, the allocating frame's file:line (issue 22).
+TEST_F(Terminal, AttributionRunAndReportFitThePaneAt80Columns) {
+  const std::string snap = std::string(GPUMEM_TEST_LAUNCHERS) + "/../../docs/snap.json";
+  {
+    Pane pane(80, gpumem("attribution '" + snap + "'"));
+    expect_no_wrap(pane, 80);
+    const std::vector<std::string> screen = pane.lines(false);
+    EXPECT_NE(row_of(screen, "100.0 MiB  50.0%").find("train_step (train.cpp:42)"),
+              std::string::npos);
+    EXPECT_NE(row_of(screen, "level 200.0 MiB"), "");
+    EXPECT_NE(row_of(screen, "a block"), "");  // the level's line wrapped, not cut
+  }
+  const std::string folder = temporary_folder();
+  {
+    Pane pane(
+        80, gpumem("run --json '" + folder + "/one.json' --attribute '" + folder + "/a.json' -- '" +
+                   sim_tool() + "' workload 'alloc a 100MiB; alloc b 28MiB'"));
+    expect_no_wrap(pane, 80);
+    const std::vector<std::string> screen = pane.lines(false);
+    std::string all;
+    for (const std::string& line : screen) all += line + "\n";
+    EXPECT_EQ(row_of(screen, "main.cpp:61)").rfind("128.0 MiB", 0), 0u) << all;  // both blocks
+  }
+  ASSERT_EQ(run_command({gpumem_binary(), "run", "--json", folder + "/two.json", "--", sim_tool(),
+                         "workload", "alloc a 300MiB"})
+                .exit_code,
+            0);
+  {
+    Pane pane(80, gpumem("report '" + folder + "/one.json' '" + folder + "/two.json'"));
+    expect_no_wrap(pane, 80);
+    const std::vector<std::string> screen = pane.lines(false);
+    EXPECT_NE(row_of(screen, "job maximum: 300.0 MiB"), "");
+    EXPECT_NE(row_of(screen, "GPU-bbbbbbbb").find("300.0 MiB"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace gpumem::testing
