@@ -154,8 +154,8 @@ TEST_F(DiffRuns, FailAboveIsStatus3WhenAPeakGrewByMore) {
   for (const char* limit : {"5%", "49.9%", "10MiB"}) {
     const CommandResult result = gpumem_diff({before(), after(), "--fail-above", limit});
     EXPECT_EQ(result.exit_code, 3) << limit << "\n" << result.err;
-    EXPECT_NE(result.err.find("gpumem diff: GPU 0 (NVIDIA H200): peak grew by 50.0 MiB (+50.0%), "
-                              "more than --fail-above " +
+    EXPECT_NE(result.err.find("gpumem diff: GPU 0 (NVIDIA H200) grew 50.0 MiB (+50.0%): over "
+                              "--fail-above " +
                               std::string(limit)),
               std::string::npos)
         << result.err;

@@ -125,8 +125,8 @@ int diff_command(const DiffOptions& options) {
     const std::optional<double> percent = device->peak.percent();
     char grown[32] = "from nothing";
     if (percent) std::snprintf(grown, sizeof grown, "%+.1f%%", *percent);
-    tell(device->label + ": peak grew by " + format_bytes(device->peak.delta()) + " (" + grown +
-         "), more than --fail-above " + options.fail_above->text);
+    tell(device->label + " grew " + format_bytes(device->peak.delta()) + " (" + grown +
+         "): over --fail-above " + options.fail_above->text);
   }
   if (!written) return 1;
   return over.empty() ? 0 : over_budget_status;
