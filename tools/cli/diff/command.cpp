@@ -145,8 +145,12 @@ void add_diff_command(CLI::App& app, int& exit_code) {
       "E.g. gpumem diff before.json after.json --fail-above 5%\nBEFORE and AFTER: two run files "
       "(gpumem run --json), two reports (gpumem report --json) or two attribution documents "
       "(gpumem run --attribute).");
-  command->add_option("before", options->before, "The earlier run's file")->required();
-  command->add_option("after", options->after, "The later run's file")->required();
+  command->add_option("before", options->before, "The earlier run's file")
+      ->required()
+      ->type_name("FILE");
+  command->add_option("after", options->after, "The later run's file")
+      ->required()
+      ->type_name("FILE");
   command
       ->add_option("--attribute", options->attribute,
                    "Attribution documents of the two runs (before, after), to compare their "

@@ -1,6 +1,7 @@
 // What `gpumem diff` writes: the tables fitted to the terminal, the JSON (gpumem.diff/1) and an
 // SVG of the before and after bars.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -240,7 +241,9 @@ std::string diff_svg(const Diff& diff) {
   auto width_of = [&](std::int64_t bytes) {
     return plot_width * (static_cast<double>(bytes) / unit.bytes) / axis_max;
   };
-  const double bottom = height - 30;
+  // The axis under the last row, its labels below it.
+  const double bottom = height + 6;
+  height = bottom + 30;
 
   std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_number(kSvgWidth) +
                     "\" height=\"" + svg_number(height) + "\" viewBox=\"0 0 " +
