@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli/command_runner.hpp"
 #include "cli/launchers.hpp"
+#include "report_file.hpp"
 #include "support/sim_gpu.hpp"
 
 namespace gpumem::testing {
@@ -292,6 +294,33 @@ TEST_F(DiffRuns, WhatIsNotARunOrADocumentIsNamedInOneLine) {
             "gpumem diff: " + dir + "/missing.json: No such file or directory\n");
 }
 
+TEST(DiffReportReader, ABadFieldIsNamedWithTheFile) {
+  const std::string good = R"({"schema": "gpumem.report/1", "mode": "exact", "ranks": [],
+    "devices": [{"key": "k", "uuid": null, "node": "n", "device": 0, "name": "GPU",
+                 "peak_bytes": 5}]})";
+  std::string error;
+  const auto report = cli::parse_report_file(good, "r.json", &error);
+  ASSERT_TRUE(report) << error;
+  ASSERT_EQ(report->devices.size(), 1u);
+  EXPECT_EQ(report->devices[0].peak_bytes, 5);
+  EXPECT_EQ(report->devices[0].node, "n");
+  EXPECT_EQ(report->devices[0].uuid, "");
+  auto error_of = [](const std::string& text) {
+    std::string why;
+    EXPECT_FALSE(cli::parse_report_file(text, "r.json", &why)) << text;
+    return why;
+  };
+  EXPECT_EQ(error_of(R"({"schema": "gpumem.report/1", "mode": "exact", "ranks": []})"),
+            "r.json: devices: missing");
+  EXPECT_EQ(error_of(R"({"schema": "gpumem.report/1", "mode": "exact", "ranks": [],
+    "devices": [{"key": "k", "uuid": null, "node": "n", "device": 0, "name": "GPU",
+                 "peak_bytes": -1}]})"),
+            "r.json: devices[0].peak_bytes: expected a number of bytes, found -1");
+  EXPECT_EQ(error_of(R"({"schema": "gpumem.report/2"})"),
+            "r.json: schema gpumem.report/2 is a version this gpumem does not read (it reads "
+            "gpumem.report/1)");
+}
+
 // A torchrun job of `ranks` workers, each on its own GPU; rank R allocates `sizes[R]` MiB.
 std::string run_ranks(const std::string& path, const std::vector<int>& sizes) {
   std::string sizes_case;
@@ -411,6 +440,12 @@ TEST_F(DiffDocuments, TheTableListsWhatGrewAndWhatVanished) {
   EXPECT_NE(out.find("-50.0 MiB    gone"), std::string::npos) << out;
   EXPECT_EQ(out.find("loader (weights.cpp:12)"), std::string::npos) << out;  // unchanged
   EXPECT_NE(out.find("2 stacks held the same at both peaks.\n"), std::string::npos) << out;
+  const CommandResult narrow = gpumem_diff({before_, after_, "--width", "44"});
+  ASSERT_EQ(narrow.exit_code, 0) << narrow.err;
+  std::istringstream lines(narrow.out);
+  for (std::string each; std::getline(lines, each);) EXPECT_LE(diff_columns(each), 44u) << each;
+  EXPECT_NE(narrow.out.find("+30.0 MiB  +30.0%"), std::string::npos) << narrow.out;
+  EXPECT_NE(narrow.out.find("-50.0 MiB    gone"), std::string::npos) << narrow.out;
 }
 
 TEST_F(DiffDocuments, FailAboveAndTheSvg) {

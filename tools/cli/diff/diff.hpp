@@ -43,7 +43,8 @@ struct Input {
 // `error` naming the file and what it is not (inputs.cpp).
 std::optional<Input> read_input(const std::string& path, std::string* error);
 
-// An attribution document's peaks: the highest peak snapshot's level on each device.
+// An attribution document's peaks: the highest level of its snapshots on each device (a peak's,
+// or a failure's where the document holds no peak there).
 std::vector<DevicePeak> attribution_peaks(const attribution::Document& document);
 
 // A before/after pair of byte counts; either side may be absent (the thing exists in one input

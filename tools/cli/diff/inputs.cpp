@@ -82,7 +82,6 @@ bool starts_with(const std::string& text, const char* prefix) {
 std::vector<DevicePeak> attribution_peaks(const attribution::Document& document) {
   std::map<int, std::int64_t> highest;
   for (const attribution::Snapshot& snapshot : document.snapshots) {
-    if (snapshot.what != "peak") continue;
     auto [at, inserted] = highest.emplace(snapshot.device, snapshot.level_bytes);
     if (!inserted && snapshot.level_bytes > at->second) at->second = snapshot.level_bytes;
   }

@@ -95,7 +95,7 @@ std::string diff_text(const Diff& diff, const TextOptions& options) {
                          options);
   out += "\n";
   if (diff.devices.empty()) {
-    out += "Neither input measured a GPU.\n";
+    out += "Neither input has a device's peak.\n";
   } else {
     ChangeRows rows;
     rows.extras.resize(1);
