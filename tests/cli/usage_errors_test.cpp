@@ -30,7 +30,7 @@ TEST(UsageErrors, AnUnknownCommandOrOptionSuggestsTheClosestName) {
            {{"repotr", "a.json"}, "gpumem: unknown command repotr; did you mean report?\n"},
            {{"frobnicate"},
             "gpumem: unknown command frobnicate (the commands: list, watch, run, report, "
-            "attribution, serve, completion)\n"},
+            "attribution, diff, serve, completion)\n"},
            {{"--verison"}, "gpumem: unknown option --verison; did you mean --version?\n"},
            {{"watch", "--intreval", "2"},
             "gpumem watch: unknown option --intreval; did you mean --interval?\n"},

@@ -14,6 +14,7 @@ void add_watch_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, int& exit_code);
 void add_report_command(CLI::App& app, int& exit_code);
 void add_attribution_command(CLI::App& app, int& exit_code);  // attribution/command.cpp
+void add_diff_command(CLI::App& app, int& exit_code);         // diff/command.cpp
 // `gpumem completion bash|zsh|fish|man`: the shell completions and the man page, from the app.
 void add_completion_command(CLI::App& app, int& exit_code);
 

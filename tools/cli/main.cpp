@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   gpumem::cli::add_run_command(app, exit_code);
   gpumem::cli::add_report_command(app, exit_code);
   gpumem::cli::add_attribution_command(app, exit_code);
+  gpumem::cli::add_diff_command(app, exit_code);
   gpumem::serve::add_serve_command(app, exit_code);
   gpumem::cli::add_completion_command(app, exit_code);
   std::vector<std::string> arguments(argv + 1, argv + argc);
