@@ -55,6 +55,7 @@ ROOMS = {
 PUBLIC_HEADERS = {
     "allocate.hpp": ["query"],
     "attribution.hpp": ["attribution"],
+    "budget.hpp": ["peak"],
     "cache.hpp": ["query"],
     "device.hpp": ["query"],
     # diagnostics()/last_diagnostic() read the support room's log; nvml_available() and

@@ -28,30 +28,60 @@ PACKAGES=(
   pybind11-dev python3-dev libunistring-dev libdw-dev libunwind8
   protobuf-compiler libprotobuf-dev zlib1g-dev
 )
-# What the tests and benchmarks use besides.
+# What the tests and benchmarks are built with.
 if ((TESTS)); then
-  PACKAGES+=(
-    clang clang-format python3-pybind11 libgtest-dev libgmock-dev libbenchmark-dev openssl
-    python3-pytest python3-pytest-xdist python3-venv ipython3 python3-torch python3-markdown-it
-    prometheus tmux dpkg-dev file pkgconf golang-go chromium
+  PACKAGES+=(libgtest-dev libgmock-dev libbenchmark-dev python3-pybind11 python3-venv pkgconf)
+fi
+# What only running the tests needs (no step of the build uses them): installed while it builds.
+TOOLS=()
+if ((TESTS)); then
+  TOOLS=(
+    clang clang-format openssl python3-pytest python3-pytest-xdist ipython3 python3-torch
+    python3-markdown-it prometheus tmux dpkg-dev file golang-go chromium
   )
 fi
-missing=()
-for package in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
-    missing+=("$package")
-done
+missing_of() {  # the packages named that are not installed
+  for package in "$@"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+      echo "$package"
+  done
+}
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+UPDATED=0
+install_packages() {  # packages…: installs them (the package lists read once)
+  if ((!UPDATED)); then
+    $SUDO apt-get update -q || return 1
+    UPDATED=1
+  fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "$@"
+}
+mapfile -t missing < <(missing_of "${PACKAGES[@]}")
 if ((${#missing[@]})); then
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   echo "setup: installing ${missing[*]}" >>"$LOG"
-  if ! { $SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q \
-      --no-install-recommends "${missing[@]}"; } >>"$LOG" 2>&1; then
+  if ! install_packages "${missing[@]}" >>"$LOG" 2>&1; then
     tail -n 30 "$LOG" >&2
     echo "setup: could not install ${missing[*]} (log: $LOG)" >&2
     exit 1
   fi
 fi
+# The test tools download and unpack while the build compiles (network and disk against CPU).
+TOOLS_LOG="$BUILD/setup-tools.log"
+TOOLS_PID=""
+mapfile -t missing_tools < <(((${#TOOLS[@]})) && missing_of "${TOOLS[@]}")
+if ((${#missing_tools[@]})); then
+  echo "setup: installing ${missing_tools[*]} (log: $TOOLS_LOG), alongside the build" >>"$LOG"
+  install_packages "${missing_tools[@]}" >"$TOOLS_LOG" 2>&1 &
+  TOOLS_PID=$!
+fi
+tools_installed() {
+  [ -n "$TOOLS_PID" ] || return 0
+  if ! wait "$TOOLS_PID"; then
+    tail -n 30 "$TOOLS_LOG" >&2
+    echo "setup: could not install ${missing_tools[*]} (log: $TOOLS_LOG)" >&2
+    return 1
+  fi
+}
 
 # NVIDIA's own packages from the Python package index, in a venv under the build folder (never the
 # system): nvml.h (nvidia-nvml-dev) for the ABI conformance test, and NVIDIA's Python bindings
@@ -97,5 +127,7 @@ build() {
 if ! build "$@" >>"$LOG" 2>&1; then
   grep -E "error|Error" "$LOG" | head -n 40 >&2 || tail -n 40 "$LOG" >&2
   echo "setup: the build failed (log: $LOG)" >&2
+  tools_installed || true
   exit 1
 fi
+tools_installed

@@ -21,6 +21,7 @@
 #pragma once
 
 #include "gpumem/allocate.hpp"
+#include "gpumem/budget.hpp"
 #include "gpumem/cache.hpp"
 #include "gpumem/device.hpp"
 #include "gpumem/diagnostics.hpp"

@@ -64,16 +64,17 @@ bool valid(int device) noexcept {
 // The ledger's rule: a pool's or the graphs' part moves only by its own driver-reported change,
 // and never against another part. In attribution mode a reservation is a block too (`key`, now
 // `total` bytes), with the stack of the call that first made it grow.
+// `first`: the part's first reading, which names its block even where the level does not move.
 void move_part(int device, std::int64_t delta, std::uint64_t key, std::int64_t total,
-               BlockKind kind) noexcept {
-  if (!valid(device) || delta == 0) return;
+               BlockKind kind, bool first = false) noexcept {
+  if (!valid(device) || (delta == 0 && !first)) return;
   if (!attribution::active()) return account_exact(device, delta);
   attribution::BlockEvent event;
   event.key = key;
   event.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, total));
   event.kind = static_cast<std::uint8_t>(kind);
   event.resize = true;
-  if (delta > 0) event.stack = gpumem::attribution::capture_stack();
+  if (delta > 0 || (first && total > 0)) event.stack = gpumem::attribution::capture_stack();
   account_exact(device, delta, &event);
 }
 
@@ -89,14 +90,7 @@ void first_sight(DeviceState& device_state, int device, std::int64_t reserved, s
   const std::int64_t from_other = std::min(std::max<std::int64_t>(0, reserved), device_state.other);
   device_state.other -= from_other;
   if (reserved > 0 && device_state.reconciled) device_state.unsettled = true;
-  if (!attribution::active()) return account_exact(device, reserved - from_other);
-  attribution::BlockEvent event;
-  event.key = key;
-  event.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, reserved));
-  event.kind = static_cast<std::uint8_t>(kind);
-  event.resize = true;
-  if (reserved > 0) event.stack = gpumem::attribution::capture_stack();
-  account_exact(device, reserved - from_other, &event);
+  move_part(device, reserved - from_other, key, reserved, kind, /*first=*/true);
 }
 
 std::uint64_t pool_key(CUmemoryPool pool) noexcept {

@@ -46,7 +46,8 @@ std::optional<int> report_int(const nlohmann::json& object, const std::string& w
 }
 
 // A string, or "" for null.
-std::string report_string(const nlohmann::json& object, const std::string& where, const char* name) {
+std::string report_string(const nlohmann::json& object, const std::string& where,
+                          const char* name) {
   const nlohmann::json& value = report_field(object, where, name);
   if (value.is_null()) return {};
   if (!value.is_string())

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gpumem/internal/attribution_document.hpp"
 
@@ -40,5 +41,19 @@ std::string describe(const Document& document, const Snapshot& snapshot);
 std::string frame_label(const Frame& frame);
 // Only the function's name, or "??" / the address when not symbolized.
 std::string frame_function(const Frame& frame);
+
+// The C runtime's frames under main (_start, __libc_start_main…): under every stack, telling
+// nothing, so left out of the callers.
+bool runtime_entry(const std::string& function);
+// The callers of a stack's innermost frame, outward, joined by `arrow`: the first three, then
+// "(N more)"; the C runtime's frames left out.
+std::string callers(const Document& document, const std::vector<std::size_t>& stack,
+                    const std::string& arrow);
+// A demangled function as a narrow table shows it: its parameter list elided
+// ("load_weights(…)") and the compiler's clone suffixes (" [clone .isra.0]") left out.
+std::string short_function(std::string name, const std::string& ellipsis);
+// The allocating frame in a narrow table: the function shortened, the file by its name alone,
+// the line kept ("load_weights(…) (oom_program.cpp:43)").
+std::string short_frame_label(const Frame& frame, const std::string& ellipsis);
 
 }  // namespace gpumem::cli::attribution

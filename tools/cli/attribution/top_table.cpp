@@ -11,65 +11,8 @@
 namespace gpumem::cli::attribution {
 namespace {
 
-// Callers named after the innermost frame, outward.
-constexpr std::size_t kCallersShown = 3;
-
 std::string plural(std::size_t count, const char* one, const char* many) {
   return std::to_string(count) + " " + (count == 1 ? one : many);
-}
-
-// The C runtime's frames under main (_start, __libc_start_main…): under every stack, telling
-// nothing, so left out of the callers.
-bool runtime_entry(const std::string& function) {
-  return function == "_start" || function.starts_with("__libc_start");
-}
-
-std::string callers(const Document& document, const std::vector<std::size_t>& stack,
-                    const std::string& arrow) {
-  std::vector<std::string> names;
-  for (std::size_t depth = 1; depth < stack.size(); ++depth) {
-    std::string name = frame_function(document.frames[stack[depth]]);
-    if (!runtime_entry(name)) names.push_back(std::move(name));
-  }
-  std::string text;
-  for (std::size_t at = 0; at < names.size() && at < kCallersShown; ++at)
-    text += (at == 0 ? "" : arrow) + names[at];
-  if (names.size() > kCallersShown)
-    text += arrow + "(" + std::to_string(names.size() - kCallersShown) + " more)";
-  return printable(text);
-}
-
-// A demangled function as a narrow table shows it: its parameter list elided
-// ("load_weights(…)") and the compiler's clone suffixes (" [clone .isra.0]") left out.
-std::string short_function(std::string name, const std::string& ellipsis) {
-  for (std::size_t clone;
-       name.ends_with("]") && (clone = name.rfind(" [clone ")) != std::string::npos;)
-    name.erase(clone);
-  if (!name.ends_with(")")) return name;
-  int depth = 0;
-  for (std::size_t at = name.size(); at-- > 0;) {
-    if (name[at] == ')') ++depth;
-    if (name[at] == '(' && --depth == 0) {
-      if (at == 0) return name;  // "(anonymous namespace)" alone: not a parameter list
-      const bool none = at + 2 == name.size();
-      return name.substr(0, at) + (none ? "()" : "(" + ellipsis + ")");
-    }
-  }
-  return name;
-}
-
-// The allocating frame in a narrow table: the function shortened, the file by its name alone,
-// the line kept ("load_weights(…) (oom_program.cpp:43)").
-std::string short_frame_label(const Frame& frame, const std::string& ellipsis) {
-  if (!frame.function) return frame_label(frame);
-  std::string label = short_function(*frame.function, ellipsis);
-  if (frame.file) {
-    const std::size_t slash = frame.file->rfind('/');
-    label += " (" + (slash == std::string::npos ? *frame.file : frame.file->substr(slash + 1));
-    if (frame.line) label += ":" + std::to_string(*frame.line);
-    label += ")";
-  }
-  return label;
 }
 
 // A line of facts (the level, the failed request): wrapped to the width, never cut.

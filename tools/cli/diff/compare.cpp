@@ -179,23 +179,6 @@ std::string stack_key(const attribution::Document& document,
   return key;
 }
 
-// Callers named after the innermost frame, outward, as `gpumem attribution` shows them (the C
-// runtime's frames under main left out).
-std::string callers_of(const attribution::Document& document,
-                       const std::vector<std::size_t>& stack) {
-  constexpr std::size_t kShown = 3;
-  std::vector<std::string> names;
-  for (std::size_t depth = 1; depth < stack.size(); ++depth) {
-    std::string name = attribution::frame_function(document.frames[stack[depth]]);
-    if (name != "_start" && !name.starts_with("__libc_start")) names.push_back(std::move(name));
-  }
-  std::string text;
-  for (std::size_t at = 0; at < names.size() && at < kShown; ++at)
-    text += (at == 0 ? "" : " < ") + names[at];
-  if (names.size() > kShown) text += " < (" + std::to_string(names.size() - kShown) + " more)";
-  return text;
-}
-
 std::vector<StackChange> match_stacks(const attribution::Document& before,
                                       const attribution::Document& after,
                                       std::vector<std::string>& notes) {
@@ -220,7 +203,7 @@ std::vector<StackChange> match_stacks(const attribution::Document& before,
           change.allocated_by = "(an empty stack)";
         } else {
           change.allocated_by = attribution::frame_label(document.frames[stack.front()]);
-          change.called_from = callers_of(document, stack);
+          change.called_from = attribution::callers(document, stack, " < ");
         }
       }
       // Stacks that differ only by line are one: their bytes summed.
