@@ -50,6 +50,9 @@ struct State {
   // Whether any pool or graph reservation was seen: a synchronisation (frequent) then has
   // something to re-read; until then it costs one load.
   std::atomic<bool> any_reservation{false};
+  // Whether a device may be unsettled (first_sight()): the calls that re-read reservations, one
+  // per stream-ordered allocation, then look no further than this load.
+  std::atomic<bool> any_unsettled{false};
 };
 
 State& state() noexcept {
@@ -89,7 +92,10 @@ void first_sight(DeviceState& device_state, int device, std::int64_t reserved, s
   if (!valid(device)) return;
   const std::int64_t from_other = std::min(std::max<std::int64_t>(0, reserved), device_state.other);
   device_state.other -= from_other;
-  if (reserved > 0 && device_state.reconciled) device_state.unsettled = true;
+  if (reserved > 0 && device_state.reconciled) {
+    device_state.unsettled = true;
+    state().any_unsettled.store(true, std::memory_order_relaxed);
+  }
   move_part(device, reserved - from_other, key, reserved, kind, /*first=*/true);
 }
 
@@ -193,6 +199,7 @@ std::atomic<bool> g_reconciliation{true};
 // the device stays unsettled, and the next call or reading tries again.
 void settle() noexcept {
   State& s = state();
+  if (!s.any_unsettled.load(std::memory_order_relaxed)) return;
   bool any = false;
   bool unsettled[kMaxDevices] = {};
   {
@@ -201,6 +208,7 @@ void settle() noexcept {
       unsettled[device] = s.devices[device].unsettled;
       any = any || unsettled[device];
     }
+    if (!any) s.any_unsettled.store(false, std::memory_order_relaxed);
   }
   if (!any) return;
   for (int device = 0; device < kMaxDevices; ++device) {
