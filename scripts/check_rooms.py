@@ -35,9 +35,11 @@ ROOMS = {
     # Stamps its snapshots with the support room's clock; a document names the program's
     # arguments (procfs).
     "attribution": ["support", "procfs"],  # live blocks and their stacks, for peak snapshots
-    # The file `gpumem run` shares with the processes it measures; stamps events with the
-    # support room's clock, names a process's pid namespace (procfs).
-    "run": ["support", "procfs"],
+    # The engine of `gpumem run`: the file it shares with the processes it measures (stamped with
+    # the support room's clock), the monitor that samples NVML through the queries and the
+    # devices' identities (driver: UUIDs), matches pids and reads ranks through procfs, and
+    # combines the processes' attribution documents.
+    "run": ["query", "attribution", "procfs"],
     # The sampler reads memory through query's gpu_handle/gpu_mem_get_*, the footprint and the
     # out-of-memory record ask it for devices and their processes: the engine stands on the
     # queries, which know nothing of peaks. An out-of-memory record names the other processes
@@ -81,6 +83,10 @@ SEAMS = {
     "process_list.hpp": ["query"],
     "run_attribution.hpp": ["peak"],
     "run_counters.hpp": ["run"],
+    "run_engine.hpp": ["run"],  # the engine of gpumem run: the command launches, it measures
+    "run_rank.hpp": ["run"],
+    "run_result.hpp": ["run"],  # what a run measured and its headline figure
+    "run_timeline.hpp": ["run"],
     "spool.hpp": ["publish"],
 }
 GENERATED_PUBLIC = {"version.hpp"}  # in the build tree, not include/gpumem

@@ -11,12 +11,14 @@
 #include <thread>
 #include <vector>
 
+#include "gpumem/internal/run_rank.hpp"
 #include "path_template.hpp"
-#include "rank.hpp"
-#include "rank_tracker.hpp"
+#include "run/rank_tracker.hpp"
 
 namespace gpumem::cli {
 namespace {
+
+using namespace gpumem::run;
 
 using namespace std::string_literals;
 

@@ -8,7 +8,7 @@
 
 #include "cli/command_runner.hpp"
 #include "cli/launchers.hpp"
-#include "rank.hpp"
+#include "gpumem/internal/run_rank.hpp"
 #include "support/sim_gpu.hpp"
 
 namespace gpumem::testing {
@@ -57,7 +57,7 @@ TEST(RunRanks, EachWorkerOfALauncherIsReportedByItsRankAndDevice) {
       {launcher("fake-torchrun"), "--nproc-per-node", "2", "--gpus", "2", "sh", "-c", worker(100)});
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   const auto& summary = run.summary;
-  EXPECT_EQ(summary["host"], cli::host_name());
+  EXPECT_EQ(summary["host"], run::host_name());
   EXPECT_TRUE(summary["gpumem_rank"].is_null());
   ASSERT_EQ(summary["ranks"].size(), 2u) << summary.dump(2);
   // CUDA_VISIBLE_DEVICES=0 is the first device in CUDA's order, the H200 (NVML index 1); =1 the

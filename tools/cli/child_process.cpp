@@ -14,7 +14,6 @@
 #include <cstring>
 
 #include "gpumem/internal/procfs.hpp"
-#include "process_tree.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -59,7 +58,7 @@ std::vector<int> children_of_gpumem() {
   std::vector<int> children;
   const int self = static_cast<int>(::getpid());
   for (const int pid : procfs::process_ids("/proc")) {
-    if (parent_of(pid) == self) children.push_back(pid);
+    if (procfs::parent_pid("/proc", std::to_string(pid)) == self) children.push_back(pid);
   }
   std::sort(children.begin(), children.end());
   return children;

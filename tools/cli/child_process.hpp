@@ -8,12 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "gpumem/internal/run_result.hpp"
+
 namespace gpumem::cli {
 
-struct ChildExit {
-  int exit_code = 0;  // the child's status, or 128 + signal when a signal killed it
-  int signal = 0;     // the signal that killed it, 0 when it exited
-};
+using run::ChildExit;  // the child's status, or 128 + signal when a signal killed it
 
 class ChildProcess {
  public:

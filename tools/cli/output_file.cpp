@@ -179,9 +179,4 @@ bool write_output(const std::string& path, const std::string& content, std::stri
   return false;
 }
 
-std::string temporary_folder() {
-  const char* folder = support::env_value("TMPDIR");
-  return folder != nullptr ? folder : "/tmp";
-}
-
 }  // namespace gpumem::cli

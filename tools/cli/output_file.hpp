@@ -37,7 +37,4 @@ bool check_writable(const std::string& path, std::string* error);
 // reason in `error` on failure.
 bool write_output(const std::string& path, const std::string& content, std::string* error);
 
-// Where gpumem's own temporary files go: $TMPDIR, else /tmp.
-std::string temporary_folder();
-
 }  // namespace gpumem::cli

@@ -1,9 +1,12 @@
 #include "path_template.hpp"
 
-#include "rank.hpp"
+#include "gpumem/internal/run_rank.hpp"
 
 namespace gpumem::cli {
 namespace {
+
+using run::local_rank_variables;
+using run::rank_variables;
 
 // A host name as one path component: a '/' or a NUL byte would change the folder.
 std::string component(std::string text) {

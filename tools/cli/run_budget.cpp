@@ -45,7 +45,7 @@ std::string budget_device_error(const std::vector<PeakBudget>& budgets,
   return "";
 }
 
-std::vector<BudgetVerdict> judge_budgets(const RunResult& result,
+std::vector<BudgetVerdict> judge_budgets(const run::RunResult& result,
                                          const std::vector<PeakBudget>& budgets) {
   std::vector<BudgetVerdict> verdicts;
   for (const DeviceTrack& device : result.devices) {

@@ -9,10 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "gpumem/device.hpp"
+#include "gpumem/internal/run_result.hpp"
 
 namespace gpumem::cli {
-
-struct RunResult;
 
 // The exit status when a measured peak exceeded its budget and the command itself succeeded
 // (docs/cli.md, "Exit status").
@@ -49,7 +48,7 @@ struct BudgetVerdict {
 };
 
 // Each measured device with a budget, in the order the run lists them.
-std::vector<BudgetVerdict> judge_budgets(const RunResult& result,
+std::vector<BudgetVerdict> judge_budgets(const run::RunResult& result,
                                          const std::vector<PeakBudget>& budgets);
 
 // One line per verdict of a device the command used: "gpumem: GPU 0 (NVIDIA H200): peak 2.1 GiB is

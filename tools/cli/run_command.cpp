@@ -23,14 +23,13 @@
 #include "format.hpp"
 #include "gpumem/device.hpp"
 #include "gpumem/internal/environment.hpp"
-#include "gpumem/internal/run_counters.hpp"
+#include "gpumem/internal/run_engine.hpp"
+#include "gpumem/internal/run_rank.hpp"
 #include "inject_library.hpp"
 #include "output_file.hpp"
 #include "path_template.hpp"
-#include "rank.hpp"
 #include "run_attribution.hpp"
 #include "run_budget.hpp"
-#include "run_monitor.hpp"
 #include "run_report.hpp"
 #include "snapshot_view.hpp"
 #include "svg_plot.hpp"
@@ -64,163 +63,14 @@ void fail(const std::string& message) {
   std::cerr << "gpumem run: " << message << "\n";
 }
 
-// Removes the counters files that runs killed before they could remove their own (SIGKILL, a
-// power cut) left: named gpumem-run-PID-nsNS-*, ours (same user), of our pid namespace (a
-// folder shared between containers holds other namespaces' files, whose PID says nothing here)
-// and PID no longer runs. Files named before namespaces were (gpumem-run-PID-*) count as ours.
-void remove_stale_counters_files(const std::string& folder) {
-  const std::uint64_t own_namespace = run::own_pid_namespace();
-  DIR* directory = ::opendir(folder.c_str());
-  if (directory == nullptr) return;
-  constexpr std::string_view prefix = "gpumem-run-";
-  while (const dirent* entry = ::readdir(directory)) {
-    const std::string_view name = entry->d_name;
-    if (name.substr(0, prefix.size()) != prefix) continue;
-    const std::string rest(name.substr(prefix.size()));
-    char* end = nullptr;
-    const long pid = std::strtol(rest.c_str(), &end, 10);
-    if (pid <= 0 || end == nullptr || *end != '-') continue;
-    if (std::strncmp(end + 1, "ns", 2) == 0) {
-      char* after = nullptr;
-      const unsigned long long pid_namespace = std::strtoull(end + 3, &after, 10);
-      if (after == end + 3 || *after != '-' || pid_namespace != own_namespace) continue;
-    }
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // still running
-    const std::string path = folder + "/" + std::string(name);
-    struct stat info {};
-    if (::lstat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_uid != ::getuid())
-      continue;
-    ::unlink(path.c_str());
-  }
-  ::closedir(directory);
-}
-
-// The shared counters file: created private, removed when the run ends.
-class CountersFile {
- public:
-  bool create(std::string* error) {
-    const std::string folder = temporary_folder();
-    remove_stale_counters_files(folder);
-    std::string pattern = folder + "/gpumem-run-" + std::to_string(::getpid()) + "-ns" +
-                          std::to_string(run::own_pid_namespace()) + "-XXXXXX";
-    std::vector<char> name(pattern.begin(), pattern.end());
-    name.push_back('\0');
-    const int fd = ::mkstemp(name.data());
-    if (fd < 0) {
-      if (error != nullptr)
-        *error = "cannot create the counters file " + pattern + ": " + std::strerror(errno);
-      return false;
-    }
-    ::close(fd);
-    path_ = name.data();
-    counters_ = run::map_run_counters(path_, /*create=*/true, error);
-    return counters_ != nullptr;
-  }
-  ~CountersFile() {
-    run::unmap_run_counters(counters_);
-    if (!path_.empty()) ::unlink(path_.c_str());
-  }
-  const std::string& path() const { return path_; }
-  run::RunCounters* counters() const { return counters_; }
-
- private:
-  std::string path_;
-  run::RunCounters* counters_ = nullptr;
-};
-
-std::vector<std::string> child_environment(const std::string& inject, const std::string& counters,
-                                           const std::string& attribution_dir) {
-  std::vector<std::string> environment;
-  const std::string dir_variable = std::string(kRunAttributionDirVariable) + "=";
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string text = *entry;
-    if (!inject.empty() && (text.rfind("CUDA_INJECTION64_PATH=", 0) == 0 ||
-                            text.rfind(std::string(run::kCountersVariable) + "=", 0) == 0)) {
-      continue;
-    }
-    if (text.rfind(dir_variable, 0) == 0) continue;  // only this run's folder
-    environment.push_back(text);
-  }
-  if (!inject.empty()) {
-    environment.push_back("CUDA_INJECTION64_PATH=" + inject);
-    environment.push_back(std::string(run::kCountersVariable) + "=" + counters);
-    if (!attribution_dir.empty()) environment.push_back(dir_variable + attribution_dir);
-  }
-  return environment;
-}
-
-// Which of the command's GPU processes were counted exactly, which escaped and why, and so the
-// run's mode: exact only when every one was.
-void judge_processes(const run::RunCounters* counters, const RunMonitor& monitor,
-                     RunResult& result) {
-  const auto& attachments = monitor.attachments();
-  // A process by how it names itself; an unmatched NVML pid by that pid (namespace 0).
-  std::set<std::pair<std::uint64_t, std::int64_t>> escaped;
-  std::set<unsigned> unmapped;
-  std::string first_reason;
-  const PidMapper* pids = monitor.pids();
-  if (pids != nullptr) {
-    result.nvml_pids_foreign = pids->foreign();
-    result.pid_namespace_reason = pids->foreign_reason();
-    result.nested_namespaces = pids->nested_seen();
-    result.matched_pids = pids->matched();
-  }
-  for (const ProcessPeak& peak : monitor.process_peaks()) {
-    ProcessReport report{peak, false, {}};
-    const auto found = peak.key ? attachments.find(*peak.key) : attachments.end();
-    if (!peak.key) {
-      unmapped.insert(peak.pid);
-      report.reason = "NVML's pid " + std::to_string(peak.pid) +
-                      " matches none of the command's processes (another pid namespace's: one of "
-                      "the command's processes, or another container's)";
-    } else if (counters == nullptr) {
-      report.reason = result.fallback_reason.empty() ? "sampled mode" : result.fallback_reason;
-    } else if (found == attachments.end()) {
-      report.reason = "did not load the injection library";
-    } else if (found->second.exact) {
-      report.exact = true;
-    } else {
-      report.reason = found->second.reason;
-    }
-    if (!report.exact && counters != nullptr) {
-      escaped.insert(
-          peak.key ? std::pair<std::uint64_t, std::int64_t>{peak.key->pid_namespace, peak.key->pid}
-                   : std::pair<std::uint64_t, std::int64_t>{0, peak.pid});
-      if (first_reason.empty()) {
-        const int shown = peak.local_pid > 0 ? peak.local_pid : static_cast<int>(peak.pid);
-        first_reason = "process " + std::to_string(shown) +
-                       (peak.name.empty() ? "" : " (" + peak.name + ")") + ": " + report.reason;
-      }
-    }
-    result.processes.push_back(std::move(report));
-  }
-  result.unmapped_processes = static_cast<int>(unmapped.size());
-  if (counters == nullptr) return;  // sampled, with the reason already given
-  for (const auto& [key, attachment] : attachments) {
-    if (attachment.exact) {
-      ++result.exact_processes;
-    } else if (escaped.insert({key.pid_namespace, key.pid}).second && first_reason.empty()) {
-      first_reason = "process " + std::to_string(key.pid) + ": " + attachment.reason;
-    }
-  }
-  if (counters->record_count.load() > run::kMaxRecords && first_reason.empty()) {
-    escaped.insert({0, 0});
-    first_reason = "too many CUDA processes to record";
-  }
-  result.escaped_processes = static_cast<int>(escaped.size());
-  result.fallback_reason = first_reason;
-  result.measured = escaped.empty()              ? Measured::exact
-                    : result.exact_processes > 0 ? Measured::mixed
-                                                 : Measured::sampled;
-}
-
 std::string joined_command(const std::vector<std::string>& words) {
   std::string text;
   for (const std::string& word : words) text += (text.empty() ? "" : " ") + word;
   return text;
 }
 
-bool write_reports(const RunOptions& options, const RunResult& result, const RunMonitor& monitor,
+bool write_reports(const RunOptions& options, const RunResult& result,
+                   const std::vector<BudgetVerdict>& budgets,
                    const attribution::Document* attribution) {
   bool written = true;
   auto write = [&](const std::string& path, const std::string& content) {
@@ -232,10 +82,10 @@ bool write_reports(const RunOptions& options, const RunResult& result, const Run
   };
   // Names (hosts, processes) may hold bytes that are not UTF-8: shown as U+FFFD, never a crash.
   write(options.json_path,
-        summary_json(result).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+        summary_json(result, budgets)
+                .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
             "\n");
-  const std::vector<TimelineRow> timeline = monitor.timeline();
-  write(options.timeline_path, timeline_csv(timeline));
+  write(options.timeline_path, timeline_csv(result.timeline));
   if (attribution != nullptr) {
     write(options.attribute_path,
           attribution::document_json(*attribution)
@@ -248,8 +98,8 @@ bool write_reports(const RunOptions& options, const RunResult& result, const Run
       write(options.html_path, attribution::html_report(*attribution, peak, oom));
     }
   }
-  write(options.plot_path, svg_plot(result, timeline));
-  if (const std::uint64_t lost = monitor.timeline_events_lost();
+  write(options.plot_path, svg_plot(result, result.timeline));
+  if (const std::uint64_t lost = result.timeline_events_lost;
       lost > 0 && (!options.timeline_path.empty() || !options.plot_path.empty())) {
     fail("the timeline misses " + std::to_string(lost) +
          " memory events (read too late); the peaks count every event");
@@ -262,8 +112,8 @@ int run_command(RunOptions options) {
     fail("no command given (usage: gpumem run [options] -- COMMAND [ARGS...])");
     return 2;
   }
-  const RankInfo own = own_rank();
-  if (options.host.empty()) options.host = host_name();
+  const RankInfo own = run::own_rank();
+  if (options.host.empty()) options.host = run::host_name();
   // Per-node file names ('run-{host}-{rank}.json'), resolved before anything runs.
   const PathValues values{options.host, own.rank, own.local_rank, static_cast<int>(::getpid())};
   for (std::string* path : {&options.json_path, &options.timeline_path, &options.plot_path,
@@ -328,17 +178,18 @@ int run_command(RunOptions options) {
     if (options.mode == Mode::automatic) result.fallback_reason = why;
   }
 
+  const bool attributing = !options.attribute_path.empty() || !options.html_path.empty();
+  run::Engine engine(std::move(measured),
+                     !options.timeline_path.empty() || !options.plot_path.empty() || attributing);
   // Exact mode injects gpumem's library into every CUDA process of the command.
-  std::string inject;
-  CountersFile counters_file;
   if (options.mode != Mode::sampled && !result.no_gpu) {
     std::string why;
     if (const std::string theirs = support::env_text("CUDA_INJECTION64_PATH"); !theirs.empty()) {
       why = "CUDA_INJECTION64_PATH is already set (" + theirs + ") and is left alone";
-    } else if (inject = find_inject_library(&why); !inject.empty()) {
-      if (!counters_file.create(&why)) inject.clear();
+    } else if (const std::string inject = find_inject_library(&why); !inject.empty()) {
+      engine.count_exactly(inject, &why);
     }
-    if (inject.empty()) {
+    if (!engine.exact()) {
       if (options.mode == Mode::exact) {
         fail("--mode exact: " + why);
         return 2;
@@ -347,24 +198,20 @@ int run_command(RunOptions options) {
     }
   }
 
-  const bool attributing = !options.attribute_path.empty() || !options.html_path.empty();
-  AttributionFolder attribution_folder;  // removed on every way out of here
   if (attributing) {
     std::string why;
-    if (inject.empty()) {
+    if (!engine.exact()) {
       fail("--attribute/--html need exact counting: " +
            (options.mode == Mode::sampled ? std::string("--mode sampled sees no allocations")
                                           : result.fallback_reason));
       return 2;
     }
-    if (!attribution_folder.create(&why)) {
+    if (!engine.collect_attribution(&why)) {
       fail(why);
       return 2;
     }
   }
-  RunMonitor monitor(std::move(measured), inject.empty() ? nullptr : counters_file.counters(),
-                     !options.timeline_path.empty() || !options.plot_path.empty() || attributing);
-  monitor.baseline();
+  engine.baseline();
   ChildProcess child;
   const auto unix_now = [] {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
@@ -373,13 +220,11 @@ int run_command(RunOptions options) {
   result.start_unix_s = unix_now();
   int start_status = 0;
   std::string start_error;
-  if (!child.start(options.command,
-                   child_environment(inject, counters_file.path(), attribution_folder.path()),
-                   start_status, start_error)) {
+  if (!child.start(options.command, engine.child_environment(environ), start_status, start_error)) {
     fail(start_error);
     return start_status;
   }
-  monitor.start(child.pid(), options.interval_s);
+  engine.start(child.pid(), options.interval_s);
   result.exit = child.wait();
   if (!options.no_wait_descendants) {
     // Orphans the command left running are still its work: gpumem adopted them.
@@ -391,20 +236,15 @@ int run_command(RunOptions options) {
     result.descendants_waited = false;
     result.descendants_running = child.wait_for_descendants(0);
   }
-  monitor.stop();
+  engine.stop();
   result.end_unix_s = unix_now();
-
-  result.elapsed_s = monitor.elapsed_s();
-  result.samples = monitor.samples();
-  result.devices = monitor.devices();
-  result.ranks = monitor.rank_peaks();
-  judge_processes(inject.empty() ? nullptr : counters_file.counters(), monitor, result);
-  result.budgets = judge_budgets(result, options.budgets);
-  const bool over_budget = std::any_of(result.budgets.begin(), result.budgets.end(),
+  engine.finish(result);
+  const std::vector<BudgetVerdict> budgets = judge_budgets(result, options.budgets);
+  const bool over_budget = std::any_of(budgets.begin(), budgets.end(),
                                        [](const BudgetVerdict& v) { return v.exceeded; });
   // Exact counts that no reported figure holds: say so, and why.
   std::string unmeasured;
-  for (const RunMonitor::UnmeasuredDevice& device : monitor.unmeasured_devices()) {
+  for (const run::UnmeasuredDevice& device : result.unmeasured_devices) {
     unmeasured += "gpumem: the command also used a device gpumem does not measure (UUID " +
                   device.uuid + ", peak " + format_bytes(device.peak) +
                   " counted): it is outside gpumem's own CUDA_VISIBLE_DEVICES or left out by "
@@ -415,15 +255,14 @@ int run_command(RunOptions options) {
   std::optional<attribution::Document> attribution;
   if (attributing) {
     std::vector<std::string> warnings;
-    attribution = combine_attribution(attribution_folder.path(), joined_command(options.command),
-                                      options.host, monitor, &warnings);
+    attribution = engine.attribution(joined_command(options.command), options.host, &warnings);
     for (const std::string& warning : warnings) unmeasured += "gpumem: " + warning + "\n";
     unmeasured += attribution_summary(*attribution, 5, {width, text_style});
   }
   // The verdicts last, where a CI log's reader looks first.
   if (!options.budgets.empty() && result.no_gpu)
     unmeasured += "gpumem: --max-peak: no GPU measured, so no budget was checked\n";
-  unmeasured += budget_text(result.budgets);
+  unmeasured += budget_text(budgets);
   const attribution::Document* document = attribution ? &*attribution : nullptr;
   const SummaryStyle style{width, text_style.unicode};
   if (options.mode == Mode::exact && result.measured != Measured::exact) {
@@ -433,13 +272,13 @@ int run_command(RunOptions options) {
          (result.escaped_processes == 1 ? "" : "es") + " escaped exact counting (" +
          result.fallback_reason + "); the command's own status was " +
          std::to_string(result.exit.exit_code));
-    write_reports(options, result, monitor, document);
+    write_reports(options, result, budgets, document);
     return 2;
   }
 
   std::cerr << summary_text(result, style)
             << (style.width ? wrap_lines(unmeasured, *style.width) : unmeasured);
-  const bool written = write_reports(options, result, monitor, document);
+  const bool written = write_reports(options, result, budgets, document);
   // The command's status is the answer; a report that could not be written turns success into 1,
   // a peak over its budget into over_budget_status.
   if (result.exit.exit_code != 0) return result.exit.exit_code;

@@ -43,54 +43,6 @@ bool device_used_by_command(const RunResult& result, const DeviceTrack& device) 
 
 }  // namespace
 
-const char* to_string(Measured measured) {
-  switch (measured) {
-    case Measured::exact:
-      return "exact";
-    case Measured::mixed:
-      return "mixed";
-    case Measured::sampled:
-      return "sampled";
-  }
-  return "?";
-}
-
-// The process footprint: exactly, the events' peak, but never below what NVML showed the
-// command's processes holding at any sample (contexts and modules, which no event shows).
-// In a mixed run, also never below the exact level plus what the escaped processes held.
-// When some of NVML's pids could not be matched to the command's processes, never below the
-// device's rise over the run either.
-std::int64_t command_peak(const RunResult& result, const DeviceTrack& device) {
-  const std::int64_t bound = device.bounded_by_device ? device_rise(device) : std::int64_t{0};
-  switch (result.measured) {
-    case Measured::exact:
-      return std::max({device.footprint_peak, device.exact_peak, device.tree_peak, bound});
-    case Measured::mixed:
-      return std::max(
-          {device.footprint_peak, device.exact_peak, device.tree_peak, device.mixed_peak, bound});
-    case Measured::sampled:
-      break;
-  }
-  return std::max(device.tree_peak, bound);
-}
-
-std::int64_t device_rise(const DeviceTrack& device) {
-  return std::max<std::int64_t>(0, device.device_peak - device.device_start);
-}
-
-double command_peak_time(const RunResult& result, const DeviceTrack& device) {
-  const std::int64_t peak = command_peak(result, device);
-  if (device.bounded_by_device && peak == device_rise(device) && peak > 0)
-    return device.device_peak_time_s;
-  if (result.measured != Measured::sampled && device.footprint_peak == peak && peak > 0)
-    return device.footprint_peak_time_s;
-  if (result.measured != Measured::sampled && device.exact_peak == peak && peak > 0)
-    return device.exact_peak_time_s;
-  if (result.measured == Measured::mixed && device.mixed_peak == peak && peak > device.tree_peak)
-    return device.mixed_peak_time_s;
-  return device.tree_peak_time_s;
-}
-
 std::string ordinal_ranges(const std::vector<int>& ordinals, bool unicode) {
   std::string out;
   for (std::size_t first = 0; first < ordinals.size();) {
@@ -210,7 +162,8 @@ std::string summary_text(const RunResult& result, const SummaryStyle& style) {
   return style.width ? wrap_lines(out, *style.width) : out;
 }
 
-nlohmann::ordered_json summary_json(const RunResult& result) {
+nlohmann::ordered_json summary_json(const RunResult& result,
+                                    const std::vector<BudgetVerdict>& budgets) {
   nlohmann::ordered_json devices = nlohmann::ordered_json::array();
   for (const DeviceTrack& device : result.devices) {
     devices.push_back({
@@ -283,8 +236,8 @@ nlohmann::ordered_json summary_json(const RunResult& result) {
       {"gpumem_rank", own_rank_json(result.own_rank)},
       {"ranks", ranks_json(result)},
       // --max-peak: each budgeted device's verdict (an empty list without budgets).
-      {"budgets", budget_json(result.budgets)},
-      {"budget_exceeded", std::any_of(result.budgets.begin(), result.budgets.end(),
+      {"budgets", budget_json(budgets)},
+      {"budget_exceeded", std::any_of(budgets.begin(), budgets.end(),
                                       [](const BudgetVerdict& v) { return v.exceeded; })},
   };
 }

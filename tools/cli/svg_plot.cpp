@@ -5,12 +5,16 @@
 #include <cstdio>
 
 #include "format.hpp"
-#include "step_coalescer.hpp"
+#include "gpumem/internal/run_timeline.hpp"
 #include "svg_text.hpp"
-#include "timeline_steps.hpp"
 
 namespace gpumem::cli {
 namespace {
+
+using run::footprint_steps;
+using run::series_steps;
+using run::Step;
+using run::StepCoalescer;
 
 constexpr double kWidth = 860;
 constexpr double kPanelHeight = 320;

@@ -182,10 +182,8 @@ bool start_exact_source() {
 
 // `gpumem run --attribute/--html` names a directory: each process writes its out-of-memory
 // document there as it fails (the engine, GPUMEM_OOM_REPORT) and its peaks at exit.
-constexpr const char* kAttributionDirVariable = "GPUMEM_RUN_ATTRIBUTION_DIR";
-
 std::string attribution_file(const char* what) {
-  const char* dir = std::getenv(kAttributionDirVariable);
+  const char* dir = std::getenv(gpumem::run::kAttributionDirVariable);
   if (dir == nullptr || *dir == '\0') return {};
   // Named as the process names itself (its pid and pid namespace), so the run can tell which
   // of NVML's processes wrote it.

@@ -27,6 +27,9 @@ namespace gpumem::run {
 
 // The environment variable naming the file, set by `gpumem run` for the command.
 inline constexpr const char* kCountersVariable = "GPUMEM_RUN_COUNTERS";
+// The one that asks the injection library to attribute (--attribute/--html), naming the folder
+// each process writes its attribution documents in.
+inline constexpr const char* kAttributionDirVariable = "GPUMEM_RUN_ATTRIBUTION_DIR";
 
 inline constexpr std::uint32_t kCountersMagic = 0x67706d72;  // "gpmr"
 inline constexpr std::uint32_t kCountersVersion = 8;

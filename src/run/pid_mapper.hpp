@@ -24,23 +24,10 @@
 #include <vector>
 
 #include "gpumem/device.hpp"
-#include "process_tree.hpp"
+#include "gpumem/internal/run_result.hpp"
+#include "run/process_tree.hpp"
 
-namespace gpumem::cli {
-
-// A process as it names itself: its pid in its own pid namespace, and that namespace's inode
-// (run::kUnknownNamespace when unreadable).
-struct ProcessKey {
-  std::int32_t pid = 0;
-  std::uint64_t pid_namespace = 0;
-  friend bool operator==(const ProcessKey&, const ProcessKey&) = default;
-};
-struct ProcessKeyHash {
-  std::size_t operator()(const ProcessKey& key) const noexcept {
-    return std::hash<std::uint64_t>()(key.pid_namespace * 0x9E3779B97F4A7C15ull ^
-                                      static_cast<std::uint32_t>(key.pid));
-  }
-};
+namespace gpumem::run {
 
 // One of the command's processes behind an NVML pid.
 struct Member {
@@ -111,4 +98,4 @@ class PidMapper {
   std::unordered_map<ProcessKey, int, ProcessKeyHash> local_pids_;
 };
 
-}  // namespace gpumem::cli
+}  // namespace gpumem::run

@@ -1,8 +1,8 @@
-#include "step_coalescer.hpp"
+#include "gpumem/internal/run_timeline.hpp"
 
 #include <algorithm>
 
-namespace gpumem::cli {
+namespace gpumem::run {
 
 StepCoalescer::StepCoalescer(std::size_t max_steps, std::int64_t bucket_ns)
     : max_steps_(std::max<std::size_t>(max_steps, 16)),
@@ -85,4 +85,4 @@ std::vector<Step> StepCoalescer::steps() const {
   return out;
 }
 
-}  // namespace gpumem::cli
+}  // namespace gpumem::run

@@ -1,8 +1,8 @@
-#include "holder_history.hpp"
+#include "run/holder_history.hpp"
 
 #include <algorithm>
 
-namespace gpumem::cli {
+namespace gpumem::run {
 namespace {
 
 // NVML lists processes in no promised order: compare the lists as sets.
@@ -59,4 +59,4 @@ std::size_t HolderHistory::readings(int device) const {
   return found == devices_.end() ? 0 : found->second.size();
 }
 
-}  // namespace gpumem::cli
+}  // namespace gpumem::run

@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-namespace gpumem::cli {
+namespace gpumem::run {
 
 class ProcessTree {
  public:
@@ -26,4 +26,4 @@ class ProcessTree {
 // The parent of `pid`, or -1 when it cannot be read (gone, another namespace).
 int parent_of(int pid);
 
-}  // namespace gpumem::cli
+}  // namespace gpumem::run

@@ -18,80 +18,19 @@
 
 #include "gpumem/device.hpp"
 #include "gpumem/internal/run_counters.hpp"
+#include "gpumem/internal/run_result.hpp"
+#include "gpumem/internal/run_timeline.hpp"
 #include "gpumem/memory.hpp"
-#include "holder_history.hpp"
-#include "pid_mapper.hpp"
-#include "rank_tracker.hpp"
-#include "step_coalescer.hpp"
+#include "run/holder_history.hpp"
+#include "run/pid_mapper.hpp"
+#include "run/rank_tracker.hpp"
 
-namespace gpumem::cli {
-
-// What a timeline row is of: one process's sampled usage, the tree's, the exact level at an
-// event, the device's used memory, or what the exactly counted processes held beyond their
-// events at a sample (their contexts: exact + context is their footprint).
-enum class Series { process, tree, exact, device, context };
-const char* to_string(Series series);
-
-struct TimelineRow {
-  double time_s = 0;
-  int device = 0;  // CUDA ordinal
-  Series series = Series::device;
-  unsigned pid = 0;  // for Series::process
-  std::int64_t bytes = 0;
-};
-
-struct DeviceTrack {
-  DeviceInfo info;
-  GpuHandle handle;
-  std::int64_t device_start = 0;  // NVML used when the command started
-  std::int64_t device_peak = 0;
-  double device_peak_time_s = 0;
-  std::int64_t device_end = 0;
-  std::int64_t tree_peak = 0;  // the highest sum of the tree's per-process usage
-  double tree_peak_time_s = 0;
-  std::int64_t exact_peak = 0;  // the events' peak, from the shared counters
-  double exact_peak_time_s = 0;
-  // What NVML shows the exactly counted processes holding beyond their events (contexts,
-  // modules, rounding), at most: the measured processes make no NVML call, so the monitor
-  // reconciles the footprint for them.
-  std::int64_t context_bytes = 0;
-  // The highest exact level plus `context_bytes`: the process footprint, exactly counted.
-  std::int64_t footprint_peak = 0;
-  double footprint_peak_time_s = 0;
-  // The highest sum, at a sample, of the exact level and the sampled usage of the tree's
-  // processes that were not counted exactly (a mixed run).
-  std::int64_t mixed_peak = 0;
-  double mixed_peak_time_s = 0;
-  // When NVML's pids are another namespace's: the highest sum, at a sample, of what the pids that
-  // may be the command's but matched none of its processes held. When any stays unmatched, the
-  // command's processes cannot all be told apart, and the device's rise bounds the peak.
-  std::int64_t unmapped_peak = 0;
-  bool bounded_by_device = false;
-  // The events' highest peak while a process that was there when it was made had no context
-  // estimate yet (every reading of it so far overlapped one of its calls): its first estimate,
-  // once a quiet reading gives it, still joins that peak's footprint.
-  struct PendingPeak {
-    std::int64_t bytes = 0;  // the events' peak plus the contexts it has been given
-    double time_s = 0;
-    std::vector<ProcessKey> awaiting;
-  };
-  PendingPeak pending;
-};
+namespace gpumem::run {
 
 // How a process that loaded the injection library is measured.
 struct Attachment {
   bool exact = false;
   std::string reason;  // why not, when not exact
-};
-
-struct ProcessPeak {
-  unsigned pid = 0;               // as NVML lists it
-  std::optional<ProcessKey> key;  // the command's process behind it; none when unmatched
-  int local_pid = 0;              // its pid in gpumem's namespace, 0 when unknown
-  std::string name;
-  int device = 0;
-  std::int64_t peak = 0;
-  RankInfo rank;  // from its environment
 };
 
 class RunMonitor {
@@ -120,10 +59,6 @@ class RunMonitor {
   std::uint64_t timeline_events_lost() const { return ring_reader_.lost; }
   // Devices that measured processes counted events on but gpumem does not measure (outside its
   // own CUDA_VISIBLE_DEVICES, or left out by --device): their UUIDs (hex, no prefix) and peaks.
-  struct UnmeasuredDevice {
-    std::string uuid;
-    std::int64_t peak = 0;
-  };
   std::vector<UnmeasuredDevice> unmeasured_devices() const;
   const std::vector<ProcessPeak>& process_peaks() const { return process_peaks_; }
   // The processes that loaded the injection library (read at each sample).
@@ -212,4 +147,4 @@ class RunMonitor {
   std::optional<std::int64_t> released_ns(const SlotReading& then) const;
 };
 
-}  // namespace gpumem::cli
+}  // namespace gpumem::run

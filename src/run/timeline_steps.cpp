@@ -1,9 +1,9 @@
-#include "timeline_steps.hpp"
+#include "gpumem/internal/run_timeline.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-namespace gpumem::cli {
+namespace gpumem::run {
 namespace {
 
 bool earlier(const Step& a, const Step& b) {
@@ -11,6 +11,22 @@ bool earlier(const Step& a, const Step& b) {
 }
 
 }  // namespace
+
+const char* to_string(Series series) {
+  switch (series) {
+    case Series::process:
+      return "process";
+    case Series::tree:
+      return "tree";
+    case Series::exact:
+      return "exact";
+    case Series::device:
+      return "device";
+    case Series::context:
+      return "context";
+  }
+  return "?";
+}
 
 std::int64_t level_at(const std::vector<Step>& steps, std::int64_t time_ns) {
   if (steps.empty()) return 0;
@@ -45,4 +61,4 @@ std::map<int, std::vector<Step>> series_steps(const std::vector<TimelineRow>& ti
   return steps;
 }
 
-}  // namespace gpumem::cli
+}  // namespace gpumem::run

@@ -1,13 +1,18 @@
 // Which rank of a distributed job a process is: from the variables launchers put in each
 // worker's environment (torchrun, Slurm's srun, Open MPI's mpirun, PMIx and MPICH's Hydra), and
 // the name of the node it runs on.
+//
+// A seam (src/run implements it): the engine reads the ranks of the command's processes, the
+// gpumem command its own (per-node file names) and the variables' names for its messages.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
 
-namespace gpumem::cli {
+#pragma GCC visibility push(default)
+
+namespace gpumem::run {
 
 struct RankInfo {
   std::optional<int> rank;        // the global rank
@@ -38,4 +43,6 @@ RankInfo own_rank();
 // This machine's host name (gethostname), "localhost" when it has none.
 std::string host_name();
 
-}  // namespace gpumem::cli
+}  // namespace gpumem::run
+
+#pragma GCC visibility pop

@@ -1,4 +1,4 @@
-#include "rank.hpp"
+#include "gpumem/internal/run_rank.hpp"
 
 #include <unistd.h>
 
@@ -12,7 +12,7 @@
 
 extern char** environ;
 
-namespace gpumem::cli {
+namespace gpumem::run {
 namespace {
 
 constexpr std::array<const char*, 5> kRankVariables = {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
@@ -121,4 +121,4 @@ std::string host_name() {
   return name;
 }
 
-}  // namespace gpumem::cli
+}  // namespace gpumem::run

@@ -1,10 +1,10 @@
 // The monitor's history of NVML's process lists (holder_history.hpp): what an out-of-memory
 // failure is told about the device's other processes.
-#include "holder_history.hpp"
+#include "run/holder_history.hpp"
 
 #include <gtest/gtest.h>
 
-namespace gpumem::cli {
+namespace gpumem::run {
 namespace {
 
 constexpr std::int64_t kMs = 1'000'000;
@@ -81,4 +81,4 @@ TEST(HolderHistory, ALongRunThinsEvenlyAndKeepsItsFirstAndNewestReadings) {
 }
 
 }  // namespace
-}  // namespace gpumem::cli
+}  // namespace gpumem::run

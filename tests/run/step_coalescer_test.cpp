@@ -1,6 +1,6 @@
 // The exact timeline's coalescer: every step while they fit, then bounded memory that keeps
 // every bucket's lowest and highest level at its own height and time.
-#include "step_coalescer.hpp"
+#include "gpumem/internal/run_timeline.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <map>
 #include <random>
 
-namespace gpumem::cli {
+namespace gpumem::run {
 namespace {
 
 TEST(StepCoalescer, KeepsEveryStepWhileTheyFit) {
@@ -94,4 +94,4 @@ TEST(StepCoalescer, ATimeThatGoesBackIsTakenAsTheLatest) {
 }
 
 }  // namespace
-}  // namespace gpumem::cli
+}  // namespace gpumem::run

@@ -1,4 +1,4 @@
-#include "run_monitor.hpp"
+#include "run/monitor.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -10,30 +10,13 @@
 #include <cstring>
 #include <optional>
 
-#include "child_process.hpp"
 #include "gpumem/internal/device_uuid.hpp"
 #include "gpumem/internal/process_list.hpp"
-#include "snapshot.hpp"
+#include "gpumem/internal/procfs.hpp"
 
-namespace gpumem::cli {
+namespace gpumem::run {
 
 using run::monotonic_ns;
-
-const char* to_string(Series series) {
-  switch (series) {
-    case Series::process:
-      return "process";
-    case Series::tree:
-      return "tree";
-    case Series::exact:
-      return "exact";
-    case Series::device:
-      return "device";
-    case Series::context:
-      return "context";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -120,10 +103,12 @@ void RunMonitor::start(int root, double interval_s) {
   if (start_ns_ == 0) start_ns_ = monotonic_ns();  // no baseline()
   pids_ = std::make_unique<PidMapper>(root, static_cast<int>(::getpid()));
   pids_->note_baseline(baseline_processes_);
-  // The forwarded signals must reach the thread that waits for the command, not this one.
-  const sigset_t forwarded = forwarded_set();
+  // Signals sent to gpumem (the ones it forwards to the command among them) must reach the thread
+  // that waits for the command, never this one.
+  sigset_t every;
+  ::sigfillset(&every);
   sigset_t original;
-  ::pthread_sigmask(SIG_BLOCK, &forwarded, &original);
+  ::pthread_sigmask(SIG_BLOCK, &every, &original);
   thread_ = std::thread([this, interval_s] { loop(interval_s); });
   ::pthread_sigmask(SIG_SETMASK, &original, nullptr);
 }
@@ -223,7 +208,7 @@ std::optional<std::int64_t> RunMonitor::context_at(const ProcessKey& key, int or
   return after == steps.begin() ? after->second : std::prev(after)->second;
 }
 
-std::vector<RunMonitor::UnmeasuredDevice> RunMonitor::unmeasured_devices() const {
+std::vector<UnmeasuredDevice> RunMonitor::unmeasured_devices() const {
   std::vector<UnmeasuredDevice> found;
   if (counters_ == nullptr) return found;
   for (int slot = 0; slot < run::kMaxDevices; ++slot) {
@@ -487,7 +472,9 @@ void RunMonitor::sample(bool final) {
       if (member && !known->key) {  // matched now, or first seen
         known->key = member->key;
         known->local_pid = member->local_pid;
-        if (member->local_pid > 0) known->name = process_name(member->local_pid);
+        if (member->local_pid > 0)
+          known->name =
+              procfs::command_name("/proc", std::to_string(member->local_pid)).value_or("");
       }
       // The rank comes from the process's environment, read through its pid in gpumem's
       // namespace: an NVML pid not matched to one of the command's processes has none.
@@ -594,4 +581,4 @@ void RunMonitor::sample(bool final) {
   ranks_.end_sample(time_s);
 }
 
-}  // namespace gpumem::cli
+}  // namespace gpumem::run

@@ -1,4 +1,4 @@
-#include "pid_mapper.hpp"
+#include "run/pid_mapper.hpp"
 
 #include <signal.h>
 
@@ -8,7 +8,7 @@
 #include "gpumem/internal/procfs.hpp"
 #include "gpumem/internal/run_counters.hpp"
 
-namespace gpumem::cli {
+namespace gpumem::run {
 namespace {
 
 bool pid_exists(int pid) {
@@ -141,4 +141,4 @@ bool PidMapper::alive(const ProcessKey& key) {
   return resolve_local(key) != 0;
 }
 
-}  // namespace gpumem::cli
+}  // namespace gpumem::run

@@ -7,23 +7,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "rank.hpp"
+#include "gpumem/internal/run_result.hpp"
 
-namespace gpumem::cli {
-
-struct RankDevicePeak {
-  int device = 0;  // CUDA ordinal, as gpumem run sees it
-  std::int64_t peak = 0;
-  double peak_time_s = 0;
-};
-
-// One rank: the processes that gave it (a worker and any of its children that used a GPU, or
-// a restarted worker), and its peak per device.
-struct RankPeaks {
-  RankInfo info;
-  std::vector<unsigned> pids;
-  std::vector<RankDevicePeak> devices;
-};
+namespace gpumem::run {
 
 class RankTracker {
  public:
@@ -48,4 +34,4 @@ class RankTracker {
   std::vector<Level> levels_;  // of the current sample
 };
 
-}  // namespace gpumem::cli
+}  // namespace gpumem::run

@@ -1,11 +1,11 @@
-#include "process_tree.hpp"
+#include "run/process_tree.hpp"
 
 #include <string>
 #include <vector>
 
 #include "gpumem/internal/procfs.hpp"
 
-namespace gpumem::cli {
+namespace gpumem::run {
 
 int parent_of(int pid) {
   return procfs::parent_pid("/proc", std::to_string(pid)).value_or(-1);
@@ -33,4 +33,4 @@ bool ProcessTree::contains(int pid) {
   return member;
 }
 
-}  // namespace gpumem::cli
+}  // namespace gpumem::run

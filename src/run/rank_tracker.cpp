@@ -1,9 +1,9 @@
-#include "rank_tracker.hpp"
+#include "run/rank_tracker.hpp"
 
 #include <algorithm>
 #include <tuple>
 
-namespace gpumem::cli {
+namespace gpumem::run {
 namespace {
 
 // Processes of one rank share it whatever their local rank says; without a rank, the local rank
@@ -76,4 +76,4 @@ std::vector<RankPeaks> RankTracker::ranks() const {
   return out;
 }
 
-}  // namespace gpumem::cli
+}  // namespace gpumem::run

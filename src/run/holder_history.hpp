@@ -13,7 +13,7 @@
 
 #include "gpumem/device.hpp"
 
-namespace gpumem::cli {
+namespace gpumem::run {
 
 // One list NVML gave, unchanged from `first_ns` to `last_ns` (the monotonic clock).
 struct HolderReading {
@@ -45,4 +45,4 @@ class HolderHistory {
   std::map<int, std::vector<HolderReading>> devices_;
 };
 
-}  // namespace gpumem::cli
+}  // namespace gpumem::run
