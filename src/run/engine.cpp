@@ -116,8 +116,7 @@ class CountersFile {
   run::RunCounters* counters_ = nullptr;
 };
 
-// Hidden: the exported class's private state is nobody else's business.
-struct __attribute__((visibility("hidden"))) Engine::State {
+struct Engine::State {
   std::vector<DeviceInfo> devices;
   bool keep_timeline = false;
   std::string inject;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "child_process.hpp"
 #include "format.hpp"
 #include "rank_report.hpp"
 #include "text_width.hpp"

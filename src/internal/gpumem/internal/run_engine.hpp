@@ -70,7 +70,7 @@ class Engine {
                                             std::vector<std::string>* warnings) const;
 
  private:
-  struct State;
+  struct __attribute__((visibility("hidden"))) State;  // nobody else's business
   std::unique_ptr<State> state_;
 };
 
