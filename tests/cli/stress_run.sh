@@ -6,15 +6,17 @@
 # waiting for a CPU, as on a loaded CI machine; each test runs in a process of its own, as ctest
 # runs it.
 #
-#   stress_run.sh TEST_BINARY BUDGET_SECONDS GTEST_FILTER
+#   stress_run.sh TEST_BINARY BUDGET_SECONDS GTEST_FILTER [ROUNDS]
 #
 # Runs the tests FILTER selects in turn until BUDGET_SECONDS have passed (every test at least
-# once; the last one started finishes), then prints how many runs each had. Exits 1 on the first
+# once; the last one started finishes), or, with ROUNDS, until every test has run ROUNDS times
+# (BUDGET_SECONDS ignored), then prints how many runs each had. Exits 1 on the first
 # failure, with its output. Bounded: the busy loops end with the script, whatever ends it.
 set -uo pipefail
 binary=$1
 budget=$2
 filter=$3
+rounds=${4:-0}
 
 mapfile -t tests < <("$binary" --gtest_filter="$filter" --gtest_list_tests |
   awk '/^[^ ]/ {suite = $1} /^  / {print suite $1}')
@@ -46,7 +48,7 @@ start=$SECONDS
 round=0
 while :; do
   for test in "${tests[@]}"; do
-    if ((round > 0 && SECONDS - start >= budget)); then break 2; fi
+    if ((rounds > 0 ? round >= rounds : round > 0 && SECONDS - start >= budget)); then break 2; fi
     if ! "$binary" --gtest_filter="$test" >"$output" 2>&1; then
       echo "stress_run: $test failed (run $((${runs[$test]:-0} + 1)), round $((round + 1)), $loops busy loops):"
       cat "$output"
