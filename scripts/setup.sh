@@ -26,11 +26,11 @@ PACKAGES=(
   cmake ninja-build g++ ccache
   libcli11-dev nlohmann-json3-dev libboost-dev libssl-dev libcrypt-dev libyaml-cpp-dev
   pybind11-dev python3-dev libunistring-dev libdw-dev libunwind8
-  protobuf-compiler libprotobuf-dev zlib1g-dev
+  protobuf-compiler libprotobuf-dev zlib1g-dev pkgconf
 )
 # What the tests and benchmarks are built with.
 if ((TESTS)); then
-  PACKAGES+=(libgtest-dev libgmock-dev libbenchmark-dev python3-pybind11 python3-venv pkgconf)
+  PACKAGES+=(libgtest-dev libgmock-dev libbenchmark-dev python3-pybind11 python3-venv)
 fi
 # What only running the tests needs (no step of the build uses them): installed while it builds.
 TOOLS=()
