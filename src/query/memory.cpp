@@ -71,8 +71,9 @@ namespace {
 GPUMemory gpu_mem_get(int id) noexcept {
   // The common case inline: a valid map, an ordinal it has (or the current device where CUDA is
   // not in the process, which is 0), a read the fast path answers. Everything else (a map to
-  // rebuild, the current device of a CUDA program, an unknown id, the first read, a failed one)
-  // takes the whole way again, out of line, so that this keeps few registers across its calls.
+  // rebuild, the current device of a CUDA program, which asks the driver, an unknown id, the
+  // first read, a failed one) takes the whole way again, out of line, so that this keeps few
+  // registers across its calls.
   const identity::DeviceMap* map = identity::g_current_map.load(std::memory_order_acquire);
   if (map != nullptr && identity::still_valid(*map)) [[likely]] {
     const int ordinal = id == current_device && !map->cuda_seen ? 0 : id;
