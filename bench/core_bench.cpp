@@ -1,7 +1,7 @@
 // gpu_mem_get and gpu_mem_get_used_fast against the raw NVML memory call they wrap, measured in
 // the same run on the simulated GPU (the raw call dlopens the simulator's NVML directly).
 // Targets: gpu_mem_get <= 2x the raw call, gpu_mem_get_used_fast <= 1.1x. The last lines print
-// the ratios of the median times.
+// the ratios of the median times. --cuda runs them in a process with CUDA initialised.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 
@@ -107,13 +107,25 @@ class RatioReporter : public benchmark::ConsoleReporter {
 
 int main(int argc, char** argv) {
   testing::SimGpu sim;  // a private simulated state with kTwoGpus
+  // --cuda: the same with CUDA initialised and a context current first, as in a CUDA program
+  // (the device map then comes from the driver, and the current device is its context's).
+  std::vector<char*> args(argv, argv + argc);
+  const auto cuda_flag = std::find_if(args.begin() + 1, args.end(),
+                                      [](const char* arg) { return std::string(arg) == "--cuda"; });
+  const bool with_cuda = cuda_flag != args.end();
+  if (with_cuda) args.erase(cuda_flag);
+  if (with_cuda && !preload()) {
+    std::fprintf(stderr, "cannot initialise the simulated CUDA: %s\n", last_diagnostic().c_str());
+    return 1;
+  }
   // Defaults that make ratios trustworthy on a shared machine: repetitions interleaved at random
   // across the four benchmarks (drift hits each alike) and the fastest repetition of each kept.
-  std::vector<char*> args(argv, argv + argc);
   std::string repetitions = "--benchmark_repetitions=15";
   std::string interleave = "--benchmark_enable_random_interleaving=true";
   std::string min_time = "--benchmark_min_time=0.05";
-  if (argc == 1) args.insert(args.end(), {repetitions.data(), interleave.data(), min_time.data()});
+  if (args.size() == 1) {
+    args.insert(args.end(), {repetitions.data(), interleave.data(), min_time.data()});
+  }
   int count = static_cast<int>(args.size());
   benchmark::Initialize(&count, args.data());
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
@@ -128,8 +140,8 @@ int main(int argc, char** argv) {
   if (raw <= 0) return 1;
   const double raw_median = reporter.median("BM_RawNvmlMemoryInfo");
   std::printf(
-      "raw nvmlDeviceGetMemoryInfo_v2: %.2f ns CPU (fastest repetition), %.2f ns (median)\n", raw,
-      raw_median);
+      "raw nvmlDeviceGetMemoryInfo_v2: %.2f ns CPU (fastest repetition), %.2f ns (median)%s\n", raw,
+      raw_median, with_cuda ? ", CUDA initialised" : "");
   const struct {
     const char* label;
     const char* name;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <new>
 
 #include "core/visible_devices.hpp"
 #include "driver/abi/cupti.hpp"
@@ -65,7 +66,10 @@ void child_after_fork() {
     }
   }
   d.allocation_mutex.unlock();
-  d.context_mutex.unlock();
+  // A recursive mutex remembers its owner by thread id, and the child's thread has a new one:
+  // unlocking would fail (EPERM, ignored) and leave it held, so that the child's own next fork
+  // (or context call) waits forever. The child is single-threaded: a fresh mutex is exact.
+  new (&d.context_mutex) std::recursive_mutex;
   modules_after_fork();
   vmm_after_fork();
   pools_after_fork();

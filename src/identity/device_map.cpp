@@ -208,6 +208,7 @@ bool map_from_cuda(const driver::Nvml& nvml, DeviceMap& map) {
     device.ordinal = i;
     CUdevice cu_device = 0;
     const bool known = cuda.deviceGet(&cu_device, i) == CUDA_SUCCESS;
+    if (known) device.cu_device = cu_device;
     if (known && nvml.ready) device.handle = handle_for_cuda_device(nvml, cuda, cu_device);
     if (device.handle != nullptr) {
       if (nvml.deviceGetIndex != nullptr) nvml.deviceGetIndex(device.handle, &device.nvml_index);
@@ -220,6 +221,10 @@ bool map_from_cuda(const driver::Nvml& nvml, DeviceMap& map) {
       }
     }
     map.devices.push_back(std::move(device));
+  }
+  map.cu_device_is_ordinal = true;
+  for (int i = 0; i < count; ++i) {
+    map.cu_device_is_ordinal &= map.devices[static_cast<std::size_t>(i)].cu_device == i;
   }
   return true;
 }
@@ -304,6 +309,21 @@ int current_ordinal() noexcept {
   if (cuda.deviceGetCount(&count) != CUDA_SUCCESS) return 0;
   for (int i = 0; i < count; ++i) {
     if (cuda.deviceGet(&probe, i) == CUDA_SUCCESS && probe == device) return i;
+  }
+  return 0;
+}
+
+int current_ordinal(const DeviceMap& map) noexcept {
+  if (!map.from_cuda) return current_ordinal();
+  const driver::Cuda& cuda = driver::cuda();
+  // Fails where no context is current (CUDA_ERROR_INVALID_CONTEXT), where cuCtxGetCurrent would
+  // have answered null: ordinal 0 either way, one call instead of two.
+  CUdevice device = 0;
+  if (cuda.ctxGetDevice == nullptr || cuda.ctxGetDevice(&device) != CUDA_SUCCESS) return 0;
+  const auto count = static_cast<CUdevice>(map.devices.size());
+  if (map.cu_device_is_ordinal) return device >= 0 && device < count ? device : 0;
+  for (CUdevice i = 0; i < count; ++i) {
+    if (map.devices[static_cast<std::size_t>(i)].cu_device == device) return i;
   }
   return 0;
 }

@@ -25,6 +25,7 @@ struct MappedDevice {
   unsigned nvml_index = 0;
   std::string uuid;
   std::string pci_bus_id;
+  int cu_device = -1;  // the driver's CUdevice for the ordinal, in maps built from the driver
 };
 
 struct DeviceMap {
@@ -32,6 +33,7 @@ struct DeviceMap {
   bool cuda_seen = false;             // CUDA was initialised when this map was built
   support::EnvSnapshot environment;   // CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER when it was built
   std::vector<MappedDevice> devices;  // index = CUDA ordinal
+  bool cu_device_is_ordinal = false;  // from_cuda, and every ordinal's CUdevice is the ordinal
 };
 
 // The current mapping. The reference stays valid for the life of the process (snapshots are
@@ -54,13 +56,17 @@ inline const DeviceMap& device_map() noexcept {
 // The calling thread's current CUDA ordinal: the device of its current context, 0 when CUDA is
 // unused or no context is current.
 int current_ordinal() noexcept;
+// The same, by a map: where it was built from the driver, one driver call (the current context's
+// device) and the ordinal of that CUdevice from the map, which cannot change once CUDA is
+// initialised; current_ordinal() otherwise.
+int current_ordinal(const DeviceMap& map) noexcept;
 
 // The device for a CUDA ordinal, kCurrentDevice meaning the calling thread's; nullptr
 // for an id that names no visible device.
 inline const MappedDevice* find_device(int id) noexcept {
   const DeviceMap& map = device_map();
   // Without CUDA in the process (the map just confirmed it) no context can be current.
-  if (id == kCurrentDevice) id = map.cuda_seen ? current_ordinal() : 0;
+  if (id == kCurrentDevice) id = map.cuda_seen ? current_ordinal(map) : 0;
   if (id < 0 || static_cast<std::size_t>(id) >= map.devices.size()) return nullptr;
   return &map.devices[static_cast<std::size_t>(id)];
 }

@@ -25,11 +25,18 @@ constexpr std::uint64_t device_used(std::uint64_t total, std::uint64_t free) noe
   return total > free ? total - free : 0;
 }
 
+// Inline: the public to_mb is exported, and the compiler may not inline an exported function
+// into another (it could be interposed), so gpu_mem_get would pay two calls and a copy of the
+// reading through memory for what is three shifts.
+[[gnu::always_inline]] inline GPUMemory mb_of(const GPUMemoryBytes& bytes) noexcept {
+  return {unsigned_b2mb(bytes.total), unsigned_b2mb(bytes.free),
+          unsigned_b2mb(device_used(bytes.total, bytes.free))};
+}
+
 }  // namespace
 
 GPUMemory to_mb(const GPUMemoryBytes& bytes) noexcept {
-  return {unsigned_b2mb(bytes.total), unsigned_b2mb(bytes.free),
-          unsigned_b2mb(device_used(bytes.total, bytes.free))};
+  return mb_of(bytes);
 }
 
 namespace {
@@ -38,17 +45,47 @@ inline std::optional<GPUMemoryBytes> read_device(const identity::MappedDevice& d
   return detail::read_memory(device.handle, device.ordinal);
 }
 
-}  // namespace
-
-std::optional<GPUMemoryBytes> gpu_mem_get_bytes(int id) noexcept {
+// Shared by gpu_mem_get_bytes and gpu_mem_get, inlined into each for the reason above.
+[[gnu::always_inline]] inline std::optional<GPUMemoryBytes> read_id(int id) noexcept {
   const identity::MappedDevice* device = identity::find_device(id);
-  if (device == nullptr) return std::nullopt;
+  if (device == nullptr) [[unlikely]]
+    return std::nullopt;
   return read_device(*device);
 }
 
+}  // namespace
+
+std::optional<GPUMemoryBytes> gpu_mem_get_bytes(int id) noexcept {
+  return read_id(id);
+}
+
+namespace {
+
+[[gnu::noinline]] GPUMemory gpu_mem_get_slow(int id) noexcept {
+  if (const std::optional<GPUMemoryBytes> bytes = read_id(id)) return mb_of(*bytes);
+  return {};
+}
+
+}  // namespace
+
 GPUMemory gpu_mem_get(int id) noexcept {
-  const std::optional<GPUMemoryBytes> bytes = gpu_mem_get_bytes(id);
-  return bytes ? to_mb(*bytes) : GPUMemory{};
+  // The common case inline: a valid map, an ordinal it has (or the current device where CUDA is
+  // not in the process, which is 0), a read the fast path answers. Everything else (a map to
+  // rebuild, the current device of a CUDA program, which asks the driver, an unknown id, the
+  // first read, a failed one) takes the whole way again, out of line, so that this keeps few
+  // registers across its calls.
+  const identity::DeviceMap* map = identity::g_current_map.load(std::memory_order_acquire);
+  if (map != nullptr && identity::still_valid(*map)) [[likely]] {
+    const int ordinal = id == current_device && !map->cuda_seen ? 0 : id;
+    if (ordinal >= 0 && static_cast<std::size_t>(ordinal) < map->devices.size()) [[likely]] {
+      abi::nvmlMemory_v2_t memory;
+      if (detail::read_memory_fast(map->devices[static_cast<std::size_t>(ordinal)].handle, memory))
+          [[likely]] {
+        return mb_of(GPUMemoryBytes{memory.total, memory.free, memory.used, memory.reserved});
+      }
+    }
+  }
+  return gpu_mem_get_slow(id);
 }
 
 std::vector<GPUMemoryBytes> gpu_mem_get_all_bytes() noexcept {
@@ -99,23 +136,35 @@ GpuHandle gpu_handle(int id) noexcept {
 
 namespace {
 
-// The sampler's hot path: one indirect call into NVML (see query/memory_read.hpp).
-[[gnu::always_inline]] inline std::optional<GPUMemoryBytes> read_handle(
+// A handle read that the fast path could not answer (the first read, v1 only, a failure): out of
+// line and cold, so that the fast path keeps only the handle's address across the NVML call.
+[[gnu::noinline, gnu::cold]] std::optional<GPUMemoryBytes> read_handle_slow(
     const GpuHandle& handle) noexcept {
-  return detail::read_memory(static_cast<abi::nvmlDevice_t>(handle.native()), handle.ordinal());
+  return detail::read_memory_negotiating(static_cast<abi::nvmlDevice_t>(handle.native()),
+                                         handle.ordinal());
 }
 
 }  // namespace
 
+// The sampler's hot path: one indirect call into NVML (see query/memory_read.hpp).
 std::optional<std::uint64_t> gpu_mem_get_used_bytes_fast(const GpuHandle& handle) noexcept {
-  if (const std::optional<GPUMemoryBytes> memory = read_handle(handle)) [[likely]]
-    return memory->used;
+  abi::nvmlMemory_v2_t memory;
+  if (detail::read_memory_fast(static_cast<abi::nvmlDevice_t>(handle.native()), memory))
+      [[likely]] {
+    return memory.used;
+  }
+  if (const std::optional<GPUMemoryBytes> read = read_handle_slow(handle)) return read->used;
   return std::nullopt;
 }
 
 std::int64_t gpu_mem_get_used_fast(const GpuHandle& handle) noexcept {
-  if (const std::optional<GPUMemoryBytes> memory = read_handle(handle)) [[likely]]
-    return unsigned_b2mb(device_used(memory->total, memory->free));
+  abi::nvmlMemory_v2_t memory;
+  if (detail::read_memory_fast(static_cast<abi::nvmlDevice_t>(handle.native()), memory))
+      [[likely]] {
+    return unsigned_b2mb(device_used(memory.total, memory.free));
+  }
+  if (const std::optional<GPUMemoryBytes> read = read_handle_slow(handle))
+    return unsigned_b2mb(device_used(read->total, read->free));
   return 0;
 }
 

@@ -20,18 +20,25 @@ namespace gpumem::detail {
 std::optional<GPUMemoryBytes> read_memory_negotiating(abi::nvmlDevice_t device,
                                                       int ordinal) noexcept;
 
+// The fast path alone: true when the one indirect call answered into `memory`. Callers take
+// read_memory_negotiating otherwise, out of line, so that the fast path keeps next to nothing
+// across the call.
+[[gnu::always_inline]] inline bool read_memory_fast(abi::nvmlDevice_t device,
+                                                    abi::nvmlMemory_v2_t& memory) noexcept {
+  const auto read = driver::g_working_memory_v2.load(std::memory_order_acquire);
+  if (read == nullptr || device == nullptr) [[unlikely]]
+    return false;
+  memory.version = abi::kNvmlMemory_v2;
+  return read(device, &memory) == abi::NVML_SUCCESS;
+}
+
 // The device's memory in bytes (`reserved` 0 where only v1 works), nullopt on failure. Never
 // throws; thread-safe.
 [[gnu::always_inline]] inline std::optional<GPUMemoryBytes> read_memory(abi::nvmlDevice_t device,
                                                                         int ordinal) noexcept {
-  if (const auto read = driver::g_working_memory_v2.load(std::memory_order_acquire)) [[likely]] {
-    if (device != nullptr) [[likely]] {
-      abi::nvmlMemory_v2_t memory;
-      memory.version = abi::kNvmlMemory_v2;
-      if (read(device, &memory) == abi::NVML_SUCCESS) [[likely]] {
-        return GPUMemoryBytes{memory.total, memory.free, memory.used, memory.reserved};
-      }
-    }
+  abi::nvmlMemory_v2_t memory;
+  if (read_memory_fast(device, memory)) [[likely]] {
+    return GPUMemoryBytes{memory.total, memory.free, memory.used, memory.reserved};
   }
   return read_memory_negotiating(device, ordinal);
 }

@@ -25,9 +25,20 @@ EnvSnapshot EnvSnapshot::capture(std::initializer_list<const char*> names) {
       }
     }
   }
+  for (const Variable& variable : snapshot.variables_) snapshot.any_set_ |= variable.index >= 0;
   snapshot.count_ = i;
   snapshot.last_ = i > 0 ? env[i - 1] : nullptr;
   return snapshot;
+}
+
+bool EnvSnapshot::values_unchanged(char** env) const noexcept {
+  for (const Variable& variable : variables_) {
+    if (variable.index < 0) continue;
+    const char* entry = env[variable.index];
+    if (entry != variable.entry) return false;  // replaced by setenv, or shifted by unsetenv
+    if (std::strcmp(entry + variable.name.size() + 1, variable.value.c_str()) != 0) return false;
+  }
+  return true;
 }
 
 const char* EnvSnapshot::value(std::size_t i) const noexcept {

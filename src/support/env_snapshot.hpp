@@ -28,13 +28,9 @@ class EnvSnapshot {
     // so the former last slot no longer holds the same pointer.
     if (env[count_] != nullptr) return false;
     if (count_ > 0 && env[count_ - 1] != last_) return false;
-    for (const Variable& variable : variables_) {
-      if (variable.index < 0) continue;
-      const char* entry = env[variable.index];
-      if (entry != variable.entry) return false;  // replaced by setenv, or shifted by unsetenv
-      if (std::strcmp(entry + variable.name.size() + 1, variable.value.c_str()) != 0) return false;
-    }
-    return true;
+    // Out of line, and only where a captured variable was set: the loop and its strcmp would make
+    // every inlined caller save registers for them.
+    return !any_set_ || values_unchanged(env);
   }
   // The captured value of the i-th name, nullptr when it was unset.
   const char* value(std::size_t i) const noexcept;
@@ -46,7 +42,11 @@ class EnvSnapshot {
     const char* entry = nullptr;
     std::string value;
   };
+  // The entries of the captured variables that were set: at their places, with their text.
+  bool values_unchanged(char** env) const noexcept;
+
   char** base_ = nullptr;
+  bool any_set_ = false;
   std::size_t count_ = 0;
   const char* last_ = nullptr;
   std::vector<Variable> variables_;

@@ -217,6 +217,22 @@ TEST(CurrentDevice, IsPerThread) {
   EXPECT_EQ(current_device_ordinal(), 0);  // this thread has no context
 }
 
+// With CUDA in the process, gpu_mem_get() reads the device of the calling thread's context, and
+// device 0 on a thread without one.
+TEST(CurrentDevice, GpuMemGetReadsTheThreadsDevice) {
+  SimGpu sim;
+  std::int64_t total_in_thread = -1;
+  std::thread worker([&] {
+    DeviceAllocation block = device_allocate(MiB, 1);
+    total_in_thread = gpu_mem_get().total;
+  });
+  worker.join();
+  EXPECT_EQ(total_in_thread, kA100Total);
+  EXPECT_EQ(gpu_mem_get().total, kH200Total);  // this thread has no context
+  DeviceAllocation block = device_allocate(MiB, 1);
+  EXPECT_EQ(gpu_mem_get().total, kA100Total);
+}
+
 TEST(Concurrency, ManyThreadsReadTheSameNumbers) {
   SimGpu sim;
   DeviceAllocation block = device_allocate(42 * MiB, 1);

@@ -37,10 +37,12 @@ class Exporter : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(spool_); }
 
-  std::unique_ptr<ExporterProcess> start(std::vector<std::string> extra = {}) {
-    std::vector<std::string> arguments = {
-        "--listen", "127.0.0.1:0",   "--interval",   "1ms",       "--window",           "5s",
-        "--spool",  spool_.string(), "--host-label", "test-node", "--collect-interval", "10ms"};
+  std::unique_ptr<ExporterProcess> start(std::vector<std::string> extra = {},
+                                         const std::string& collect_interval = "10ms") {
+    std::vector<std::string> arguments = {"--listen",  "127.0.0.1:0",        "--interval",
+                                          "1ms",       "--window",           "5s",
+                                          "--spool",   spool_.string(),      "--host-label",
+                                          "test-node", "--collect-interval", collect_interval};
     arguments.insert(arguments.end(), extra.begin(), extra.end());
     auto exporter = std::make_unique<ExporterProcess>(arguments);
     port_ = exporter->port();
@@ -117,6 +119,23 @@ TEST_F(Exporter, ShowsProcessesAndTheirSpikes) {
   EXPECT_EQ(e.value("gpumem_memory_used_bytes", {{"gpu", "0"}}), 1024.0 * MiB);
   EXPECT_EQ(e.value("gpumem_memory_used_peak_window_bytes", {{"gpu", "0"}}), 3072.0 * MiB);
   ::kill(std::stoi(pid), SIGKILL);
+}
+
+// The window peak is read when the scrape is answered, not when the devices were last collected:
+// with collections an hour apart, a spike after the first is in the very next scrape.
+TEST_F(Exporter, ShowsASpikeInTheNextScrapeNotOneCollectionLater) {
+  auto exporter = start({}, "1h");
+  const auto before = scrape();
+  ASSERT_EQ(before.value("gpumem_exporter_collections_total"), 1);
+  ASSERT_LT(before.value("gpumem_memory_used_peak_window_bytes", {{"gpu", "0"}}), 512.0 * MiB);
+  // Held for 100 ms, a hundred samples long; the workload has ended when this returns.
+  const std::string workload =
+      testing::sim_path("gpumem-sim") + " workload 'device 0; spike 512MiB 100ms'";
+  ASSERT_EQ(std::system(workload.c_str()), 0);
+  const auto after = scrape();
+  EXPECT_EQ(after.value("gpumem_exporter_collections_total"), 1);
+  EXPECT_GE(after.value("gpumem_memory_used_peak_window_bytes", {{"gpu", "0"}}), 512.0 * MiB);
+  EXPECT_LT(after.value("gpumem_memory_used_bytes", {{"gpu", "0"}}), 512.0 * MiB);
 }
 
 // A process in a Kubernetes pod, as a synthetic /proc and kubelet tree describe it.

@@ -21,8 +21,7 @@ void run_workload(const std::string& script) {
 
 TEST(WindowPeak, HoldsASpikeForTheWindowWithoutResetsOnRead) {
   testing::SimGpu gpu;
-  set_sampling_interval(1ms);
-  WindowPeak peaks({0, 1}, 2s);
+  WindowPeak peaks({0, 1}, 2s, 1ms);
   // Held for 100 ms, a hundred samples long: the sampler cannot miss it.
   run_workload("device 0; spike 512MiB 100ms");
   auto used = gpu_mem_get_bytes(0);
@@ -40,10 +39,9 @@ TEST(WindowPeak, HoldsASpikeForTheWindowWithoutResetsOnRead) {
 
 TEST(WindowPeak, ForgetsASpikeOnceTheWindowHasPassed) {
   testing::SimGpu gpu;
-  set_sampling_interval(1ms);
   // Long enough that the spike is still in the window once the workload's process has gone,
   // even on a loaded machine under a sanitizer.
-  WindowPeak peaks({0}, 2s);
+  WindowPeak peaks({0}, 2s, 1ms);
   run_workload("device 0; spike 256MiB 100ms");
   ASSERT_GE(peaks.peak(0).value_or(0), static_cast<std::int64_t>(256 * MiB));
   // The window plus one bucket, with room to spare for a loaded machine.
@@ -59,8 +57,33 @@ TEST(WindowPeak, ForgetsASpikeOnceTheWindowHasPassed) {
 
 TEST(WindowPeak, AnUnknownIndexHasNoPeak) {
   testing::SimGpu gpu;
-  WindowPeak peaks({0}, 1s);
+  WindowPeak peaks({0}, 1s, 1ms);
   EXPECT_FALSE(peaks.peak(5));
+}
+
+TEST(WindowPeak, HasAPeakAsSoonAsItIsMade) {
+  testing::SimGpu gpu;
+  // Samples an hour apart: only the one taken before the constructor returns is there.
+  WindowPeak peaks({0}, 10h, 1h);
+  const auto used = gpu_mem_get_bytes(0);
+  ASSERT_TRUE(used);
+  EXPECT_EQ(peaks.peak(0), static_cast<std::int64_t>(used->used));
+}
+
+TEST(WindowPeak, TakesInAReadingNotedFromElsewhere) {
+  testing::SimGpu gpu;
+  WindowPeak peaks({0}, 10h, 1h);
+  const std::int64_t above = peaks.peak(0).value_or(0) + static_cast<std::int64_t>(64 * MiB);
+  peaks.note(0, above);
+  EXPECT_EQ(peaks.peak(0), above);
+  peaks.note(0, 0);  // a lower reading lowers nothing
+  EXPECT_EQ(peaks.peak(0), above);
+}
+
+TEST(WindowPeak, ADeviceThatCannotBeReadHasNoPeak) {
+  testing::SimGpu gpu;
+  WindowPeak peaks({7}, 1s, 1ms);  // the simulator has two
+  EXPECT_FALSE(peaks.peak(0));
 }
 
 }  // namespace

@@ -84,6 +84,15 @@ TEST(simTool, ForkRunsTheRestTwice) {
   EXPECT_EQ(show()["devices"][1]["used_bytes"], 0);
 }
 
+// A child forks again: the parent's driver locks, taken for the fork, are free in the child
+// (a recursive mutex unlocked by the child's thread, a new id, stayed held and hung this).
+TEST(simTool, AForkedChildForksAgain) {
+  SimGpu gpu;
+  const Result r = run_tool("workload 'alloc a 1M; fork; fork; fork; print eight'");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, "eight\neight\neight\neight\neight\neight\neight\neight\n");
+}
+
 TEST(simTool, ForkedChildOwnsNoneOfItsParentsMemory) {
   SimGpu gpu;
   const Result r = run_tool("workload 'alloc a 10M; fork; free a'");

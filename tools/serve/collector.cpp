@@ -21,8 +21,7 @@ Collector::Collector(CollectorOptions options)
     devices_.push_back(std::move(identity));
     ordinals.push_back(ordinal);
   }
-  set_sampling_interval(options_.interval);
-  peaks_ = std::make_unique<WindowPeak>(ordinals, options_.window);
+  peaks_ = std::make_shared<WindowPeak>(ordinals, options_.window, options_.interval);
 }
 
 Snapshot Collector::collect() {
@@ -45,12 +44,9 @@ Snapshot Collector::collect() {
     if (auto memory = gpu_mem_get_bytes(identity.ordinal)) {
       device.up = true;
       device.memory = *memory;
+      // The reading served is part of the window too, and may be newer than the last sample.
+      peaks_->note(i, static_cast<std::int64_t>(memory->used));
       device.window_peak = peaks_->peak(i);
-      if (device.window_peak) {
-        // The live reading is part of the window too, and may be newer than the last sample.
-        device.window_peak =
-            std::max<std::int64_t>(*device.window_peak, static_cast<std::int64_t>(memory->used));
-      }
       for (const ProcessMemory& process : device_processes(identity.ordinal)) {
         if (!process.used_bytes) continue;
         snapshot.processes.push_back(ProcessSample{
@@ -60,6 +56,7 @@ Snapshot Collector::collect() {
     }
     snapshot.devices.push_back(std::move(device));
   }
+  snapshot.live_peaks = peaks_;
   collect_traces(snapshot);
   snapshot.exporter.interval_seconds = std::chrono::duration<double>(options_.interval).count();
   snapshot.exporter.window_seconds = std::chrono::duration<double>(options_.window).count();

@@ -44,7 +44,7 @@ class Collector {
 
   CollectorOptions options_;
   std::vector<Identity> devices_;
-  std::unique_ptr<WindowPeak> peaks_;
+  std::shared_ptr<WindowPeak> peaks_;  // shared with the snapshots, which scrapes read it through
   ContainerDirectory containers_;
   std::string pid_namespace_;                              // the exporter's own, "pid:[inode]"
   std::map<std::filesystem::path, std::string> refusals_;  // logged once per change

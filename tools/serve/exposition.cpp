@@ -140,11 +140,13 @@ std::string render_exposition(const Snapshot& s, const ServingSample& serving) {
   }
 
   w.family(metrics::memory_used_peak_window);
-  for (const DeviceSample& d : s.devices) {
-    if (!d.up || !d.window_peak) continue;
+  for (std::size_t i = 0; i < s.devices.size(); ++i) {
+    const DeviceSample& d = s.devices[i];
+    const std::optional<std::int64_t>& peak =
+        i < serving.window_peaks.size() ? serving.window_peaks[i] : d.window_peak;
+    if (!d.up || !peak) continue;
     std::string gpu = std::to_string(d.gpu);
-    w.sample({{"gpu", gpu}, {"uuid", d.uuid}, {"name", d.name}, {"host", host}},
-             number(*d.window_peak));
+    w.sample({{"gpu", gpu}, {"uuid", d.uuid}, {"name", d.name}, {"host", host}}, number(*peak));
   }
 
   w.family(metrics::process_memory_used);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,13 +12,15 @@
 
 namespace gpumem::serve {
 
+class WindowPeak;
+
 struct DeviceSample {
   int gpu = 0;  // CUDA ordinal, as the exporter sees it
   std::string uuid;
   std::string name;
   bool up = false;
   GPUMemoryBytes memory;                    // meaningful when up
-  std::optional<std::int64_t> window_peak;  // used bytes, highest over the window
+  std::optional<std::int64_t> window_peak;  // used bytes, highest over the window, when collected
 };
 
 // Where a process runs, read from its cgroup (and the kubelet where it answers); empty fields
@@ -61,6 +64,9 @@ struct ServingSample {
   std::uint64_t bad_requests = 0;
   std::uint64_t unauthorized_requests = 0;
   std::uint64_t response_bytes = 0;
+  // The window peaks read when the scrape is answered (Snapshot::live_peaks), by device index;
+  // where absent, a device shows the peak its collection read.
+  std::vector<std::optional<std::int64_t>> window_peaks;
 };
 
 struct Snapshot {
@@ -72,6 +78,9 @@ struct Snapshot {
   // container) carry theirs as a label, so that equal pids of two containers stay apart.
   std::string pid_namespace;
   CollectionSample exporter;
+  // The window peaks, sampled on after the collection ends: a scrape reads them again, so that a
+  // spike since the collection is in the very next scrape (null where not collected from devices).
+  std::shared_ptr<const WindowPeak> live_peaks;
 };
 
 // The pid_namespace label of a trace: its publisher's namespace where it is not `own`, else empty

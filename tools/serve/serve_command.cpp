@@ -180,6 +180,13 @@ int run_serve(const ServeOptions& options) {
     serving.bad_requests = stats->bad_requests.load();
     serving.unauthorized_requests = stats->unauthorized_requests.load();
     serving.response_bytes = stats->response_bytes.load();
+    if (latest.snapshot && latest.snapshot->live_peaks) {
+      // Live, not as collected: a spike since the last collection shows now. No lock, no driver.
+      const WindowPeak& peaks = *latest.snapshot->live_peaks;
+      for (std::size_t i = 0; i < latest.snapshot->devices.size(); ++i) {
+        serving.window_peaks.push_back(peaks.peak(i));
+      }
+    }
     static const Snapshot kNone;
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
                         render_exposition(latest.snapshot ? *latest.snapshot : kNone, serving)};
