@@ -62,7 +62,7 @@ int device_count() noexcept {
   return static_cast<int>(identity::device_map().devices.size());
 }
 
-int current_device_ordinal() noexcept {
+int active_device() noexcept {
   return identity::current_ordinal();
 }
 

@@ -102,7 +102,7 @@ namespace {
 // The sampler's hot path: one indirect call into NVML (see query/memory_read.hpp).
 [[gnu::always_inline]] inline std::optional<GPUMemoryBytes> read_handle(
     const GpuHandle& handle) noexcept {
-  return detail::read_memory(static_cast<abi::nvmlDevice_t>(handle.native()), handle.ordinal());
+  return detail::read_memory(static_cast<abi::nvmlDevice_t>(handle.native()), handle.device());
 }
 
 }  // namespace
@@ -123,8 +123,8 @@ MaxFreeMemory gpu_with_max_free_mem() noexcept {
   const std::vector<GPUMemory> all = gpu_mem_get_all();
   MaxFreeMemory best;
   for (std::size_t i = 0; i < all.size(); ++i) {
-    if (!best.id || all[i].free > best.free) {  // strictly greater: the first maximum wins
-      best.id = static_cast<int>(i);
+    if (!best.device || all[i].free > best.free) {  // strictly greater: the first maximum wins
+      best.device = static_cast<int>(i);
       best.free = all[i].free;
     }
   }
