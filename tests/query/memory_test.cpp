@@ -179,7 +179,7 @@ TEST(DeviceInfo, DescribesTheMappedDevice) {
   SimGpu sim;
   const auto info = device_info(0);
   ASSERT_TRUE(info.has_value());
-  EXPECT_EQ(info->ordinal, 0);
+  EXPECT_EQ(info->device, 0);
   EXPECT_EQ(info->nvml_index, 1u);
   EXPECT_EQ(info->name, "NVIDIA H200");
   EXPECT_EQ(info->uuid, "GPU-bbbbbbbb-2222-4000-8000-000000000001");
@@ -197,7 +197,7 @@ TEST(DeviceInfo, DevicesListsAllInOrder) {
   EXPECT_EQ(all[0].name, "NVIDIA H200");
   EXPECT_EQ(all[1].name, "NVIDIA A100-SXM4-40GB");
   EXPECT_EQ(all[1].nvml_index, 0u);
-  EXPECT_EQ(all[1].ordinal, 1);
+  EXPECT_EQ(all[1].device, 1);
   EXPECT_EQ(device_count(), 2);
   EXPECT_EQ(driver_version(), "580.95.05");
   EXPECT_TRUE(nvml_available());
