@@ -41,8 +41,8 @@ void print_queries() {
                 static_cast<long long>(mem.used));
   }
   const auto best = gpumem::gpu_with_max_free_mem();
-  if (best.id) {
-    std::printf("gpu_with_max_free_mem(): (%d, %lld)\n", *best.id,
+  if (best.device) {
+    std::printf("gpu_with_max_free_mem(): (%d, %lld)\n", *best.device,
                 static_cast<long long>(best.free));
   } else {
     std::printf("gpu_with_max_free_mem(): (None, 0)\n");

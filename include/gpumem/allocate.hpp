@@ -59,7 +59,7 @@ class DeviceAllocation {
   void reset() noexcept;
 
  private:
-  friend DeviceAllocation device_allocate(std::size_t bytes, int id) noexcept;
+  friend DeviceAllocation device_allocate(std::size_t bytes, int device) noexcept;
   DeviceAllocation(std::uint64_t address, std::size_t size, int device)
       : address_(address), size_(size), device_(device) {}
   std::uint64_t address_ = 0;
@@ -71,11 +71,11 @@ class DeviceAllocation {
  * @brief Allocates `bytes` of device memory with `cuMemAlloc`, making the device's primary
  * context current on the calling thread (and initialising CUDA if needed). Thread-safe.
  * @param bytes the size in bytes
- * @param id a CUDA ordinal, or -1 (current_device) for the current one
- * @return the block; an invalid allocation on any failure (no driver, a bad id, out of memory:
+ * @param device a CUDA ordinal, or -1 (current_device) for the current one
+ * @return the block; an invalid allocation on any failure (no driver, a bad device, out of memory:
  * recorded as a diagnostic)
  */
-DeviceAllocation device_allocate(std::size_t bytes, int id = -1) noexcept;
+DeviceAllocation device_allocate(std::size_t bytes, int device = -1) noexcept;
 
 }  // namespace gpumem
 

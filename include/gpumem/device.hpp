@@ -13,9 +13,9 @@
  * #include <gpumem/device.hpp>
  *
  * for (const gpumem::DeviceInfo& gpu : gpumem::devices()) {
- *   std::printf("cuda:%d = nvidia-smi %u, %s %s, %llu bytes free\n", gpu.ordinal, gpu.nvml_index,
+ *   std::printf("cuda:%d = nvidia-smi %u, %s %s, %llu bytes free\n", gpu.device, gpu.nvml_index,
  *               gpu.name.c_str(), gpu.uuid.c_str(), (unsigned long long)gpu.memory.free);
- *   for (const gpumem::ProcessMemory& process : gpumem::device_processes(gpu.ordinal)) {
+ *   for (const gpumem::ProcessMemory& process : gpumem::device_processes(gpu.device)) {
  *     std::printf("  pid %u\n", process.pid);
  *   }
  * }
@@ -37,7 +37,7 @@ namespace gpumem {
 
 /// One visible device: how the program and nvidia-smi name it, and its memory when read.
 struct DeviceInfo {
-  int ordinal = -1;         ///< CUDA ordinal, as the calling program sees it
+  int device = -1;          ///< CUDA ordinal, as the calling program sees it
   unsigned nvml_index = 0;  ///< NVML's index, as nvidia-smi shows it
   std::string name;         ///< "NVIDIA H200"; empty where NVML could not tell
   std::string uuid;         ///< "GPU-…" or "MIG-…"
@@ -55,16 +55,21 @@ struct ProcessMemory {
 /// @return the number of CUDA-visible devices; 0 without a driver or GPU
 int device_count() noexcept;
 
-/// @return the calling thread's current CUDA ordinal; 0 when CUDA is unused in this process
-int current_device_ordinal() noexcept;
+/// @return the calling thread's current device (its CUDA ordinal); 0 when CUDA is unused in this
+/// process
+int active_device() noexcept;
+/// The former name of active_device().
+[[deprecated("use gpumem::active_device()")]] inline int current_device_ordinal() noexcept {
+  return active_device();
+}
 
 /**
  * @brief Describes one device.
- * @param id a CUDA ordinal, or current_device
- * @return its identity and memory; std::nullopt for an id that is not visible. Without NVML the
+ * @param device a CUDA ordinal, or current_device
+ * @return its identity and memory; std::nullopt for a device that is not visible. Without NVML the
  * CUDA driver still names a device the process has initialised.
  */
-std::optional<DeviceInfo> device_info(int id = current_device) noexcept;
+std::optional<DeviceInfo> device_info(int device = current_device) noexcept;
 
 /// @return every visible device, in CUDA ordinal order; empty without GPUs
 std::vector<DeviceInfo> devices() noexcept;
@@ -72,18 +77,18 @@ std::vector<DeviceInfo> devices() noexcept;
 /**
  * @brief The processes holding memory on a device: compute and graphics merged by pid, read
  * robustly whatever process-record layout the driver uses.
- * @param id a CUDA ordinal, or current_device
+ * @param device a CUDA ordinal, or current_device
  * @return one entry per process; empty on failure (recorded as a diagnostic) or without NVML
  */
-std::vector<ProcessMemory> device_processes(int id = current_device) noexcept;
+std::vector<ProcessMemory> device_processes(int device = current_device) noexcept;
 
 /**
  * @brief The UUIDs ("MIG-…") of the MIG devices of a GPU, as NVML lists them under it.
- * @param id a CUDA ordinal, or current_device
+ * @param device a CUDA ordinal, or current_device
  * @return one UUID per MIG device; empty for a GPU without MIG, for a MIG device itself, and on
  * failure
  */
-std::vector<std::string> mig_device_uuids(int id = current_device) noexcept;
+std::vector<std::string> mig_device_uuids(int device = current_device) noexcept;
 
 /// @return the installed driver's version string ("580.65.06"); empty without NVML
 std::string driver_version() noexcept;

@@ -3,12 +3,15 @@
  * @brief Device memory queries: fastai.utils.mem's API in C++, with its names, its units and its
  * fallbacks.
  *
- * Ids are CUDA ordinals as the calling program sees them (`CUDA_VISIBLE_DEVICES` and
- * `CUDA_DEVICE_ORDER` respected); `current_device` is the device current on the calling thread.
+ * A device is named by its CUDA ordinal as the calling program sees it (`CUDA_VISIBLE_DEVICES`
+ * and `CUDA_DEVICE_ORDER` respected), and the whole API calls it `device` (a parameter, a field,
+ * DeviceInfo::device, GpuHandle::device()); `current_device` is the device current on the calling
+ * thread. (fastai.utils.mem's Python functions call it `id`, and gpumem's Python drop-in keeps that
+ * name.)
  * Figures in MB are 2^20 bytes truncated toward zero, as fastai.utils.mem's; every `_bytes` form
  * gives the bytes NVML reports.
  *
- * No query throws: without a driver, a GPU or a valid id they return fastai.utils.mem's zero
+ * No query throws: without a driver, a GPU or a valid device they return fastai.utils.mem's zero
  * values, and gpumem::last_diagnostic() says why. Every function here is thread-safe. NVML is
  * loaded on the first query, never at static initialisation.
  *
@@ -33,7 +36,7 @@
 
 namespace gpumem {
 
-/// Passed as a device id: the device current on the calling thread (0 when CUDA is unused).
+/// Passed as a device: the device current on the calling thread (0 when CUDA is unused).
 inline constexpr int current_device = -1;
 
 /**
@@ -81,17 +84,17 @@ GPUMemory to_mb(const GPUMemoryBytes& bytes) noexcept;
 
 /**
  * @brief The device's memory in MB.
- * @param id a CUDA ordinal, or current_device
- * @return {total, free, used}; {0, 0, 0} without a driver, a GPU, or for an invalid id
+ * @param device a CUDA ordinal, or current_device
+ * @return {total, free, used}; {0, 0, 0} without a driver, a GPU, or for an invalid device
  */
-GPUMemory gpu_mem_get(int id = current_device) noexcept;
+GPUMemory gpu_mem_get(int device = current_device) noexcept;
 
 /**
  * @brief The device's memory in bytes, as NVML reports it.
- * @param id a CUDA ordinal, or current_device
+ * @param device a CUDA ordinal, or current_device
  * @return the reading; std::nullopt where gpu_mem_get would give zeros
  */
-std::optional<GPUMemoryBytes> gpu_mem_get_bytes(int id = current_device) noexcept;
+std::optional<GPUMemoryBytes> gpu_mem_get_bytes(int device = current_device) noexcept;
 
 /// @return one entry per visible device, in CUDA ordinal order, in MB; empty without GPUs
 std::vector<GPUMemory> gpu_mem_get_all() noexcept;
@@ -125,23 +128,23 @@ class GpuHandle {
   /// Whether the handle names an NVML device.
   bool valid() const noexcept { return native_ != nullptr; }
   /// The CUDA ordinal it was resolved from; -1 when invalid.
-  int ordinal() const noexcept { return ordinal_; }
+  int device() const noexcept { return device_; }
   /// The `nvmlDevice_t`, for calls gpumem does not wrap; nullptr when invalid.
   void* native() const noexcept { return native_; }
 
  private:
-  friend GpuHandle gpu_handle(int id) noexcept;
-  GpuHandle(int ordinal, void* native) : ordinal_(ordinal), native_(native) {}
-  int ordinal_ = -1;
+  friend GpuHandle gpu_handle(int device) noexcept;
+  GpuHandle(int device, void* native) : device_(device), native_(native) {}
+  int device_ = -1;
   void* native_ = nullptr;
 };
 
 /**
  * @brief Resolves a device once for the `_fast` reads.
- * @param id a CUDA ordinal, or current_device (resolved now, not at each read)
- * @return the handle; invalid without NVML, a GPU, or for an invalid id
+ * @param device a CUDA ordinal, or current_device (resolved now, not at each read)
+ * @return the handle; invalid without NVML, a GPU, or for an invalid device
  */
-GpuHandle gpu_handle(int id = current_device) noexcept;
+GpuHandle gpu_handle(int device = current_device) noexcept;
 
 /**
  * @brief Used memory through a handle, in MB: total − free, as GPUMemory::used.
@@ -160,11 +163,11 @@ std::optional<std::uint64_t> gpu_mem_get_used_bytes_fast(const GpuHandle& handle
 /**
  * @brief fastai.utils.mem's `gpu_with_max_free_mem()`: which device has the most free memory.
  *
- * fastai.utils.mem returns (id, free MB), or (None, 0) without GPUs; here `id` is std::nullopt
- * then. On ties the lowest ordinal wins.
+ * fastai.utils.mem returns (id, free MB), or (None, 0) without GPUs; here `device` is
+ * std::nullopt then. On ties the lowest ordinal wins.
  */
 struct MaxFreeMemory {
-  std::optional<int> id;  ///< CUDA ordinal; nullopt without GPUs
+  std::optional<int> device;  ///< CUDA ordinal; nullopt without GPUs
   std::int64_t free = 0;  ///< MB
   friend bool operator==(const MaxFreeMemory&, const MaxFreeMemory&) = default;
 };

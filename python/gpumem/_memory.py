@@ -159,7 +159,7 @@ def gpu_handle(id=None) -> GpuHandle:
 
         >>> handle = gpumem.gpu_handle(1)
         >>> handle
-        GpuHandle(ordinal=1)
+        GpuHandle(device=1)
         >>> gpumem.gpu_mem_get_used_fast(handle)
         256
         >>> gpumem.gpu_handle("cpu")

@@ -396,7 +396,7 @@ class GPUMemPlugin:
 
     def _device_names(self) -> Dict[str, str]:
         try:
-            return {str(d["ordinal"]): str(d.get("name") or "") for d in _native.devices()}
+            return {str(d["device"]): str(d.get("name") or "") for d in _native.devices()}
         except Exception:  # noqa: BLE001 - names are a courtesy; the figures are the document
             return {}
 

@@ -15,7 +15,7 @@ namespace {
 
 py::dict as_dict(const DeviceInfo& info) {
   py::dict dict;
-  dict["ordinal"] = info.ordinal;
+  dict["device"] = info.device;
   dict["nvml_index"] = info.nvml_index;
   dict["name"] = info.name;
   dict["uuid"] = info.uuid;
@@ -37,7 +37,7 @@ void bind_devices(py::module_& module) {
              "Example (an H200 and an A100 visible)::\n\n"
              "    >>> gpumem.device_count()\n"
              "    2\n");
-  module.def("current_device_ordinal", &current_device_ordinal, release());
+  module.def("active_device", &active_device, release());
   module.def(
       "devices",
       [] {
@@ -50,11 +50,11 @@ void bind_devices(py::module_& module) {
         for (const auto& info : infos) list.append(as_dict(info));
         return list;
       },
-      "One dict per visible GPU, in CUDA ordinal order: ``ordinal`` (the CUDA ordinal),\n"
+      "One dict per visible GPU, in CUDA ordinal order: ``device`` (the CUDA ordinal),\n"
       "``nvml_index``, ``name``, ``uuid``, ``pci_bus_id``, and ``total``, ``free``, ``used``\n"
       "and ``reserved`` in bytes (not MB: ``gpu_mem_get`` gives MB); ``[]`` without GPUs.\n\n"
       "Example (an H200 as ordinal 0, an A100 40GB as 1)::\n\n"
-      "    >>> [(gpu['ordinal'], gpu['name'], gpu['total'] // 2**20) for gpu in gpumem.devices()]\n"
+      "    >>> [(gpu['device'], gpu['name'], gpu['total'] // 2**20) for gpu in gpumem.devices()]\n"
       "    [(0, 'NVIDIA H200', 143771), (1, 'NVIDIA A100-SXM4-40GB', 40960)]\n");
   module.def(
       "device_info",

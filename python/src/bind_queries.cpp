@@ -61,27 +61,27 @@ void bind_queries(py::module_& module) {
       "gpu_with_max_free_mem",
       [] {
         auto best = gpu_with_max_free_mem();
-        return std::make_tuple(best.id, best.free);
+        return std::make_tuple(best.device, best.free);
       },
       release());
   module.def("preload", &preload, release());
 
   py::class_<GpuHandle>(module, "GpuHandle",
                         "A GPU resolved once (``gpumem.gpu_handle(id)``), for repeated cheap\n"
-                        "reads of its used MB with ``gpumem.gpu_mem_get_used_fast``. ``ordinal``\n"
+                        "reads of its used MB with ``gpumem.gpu_mem_get_used_fast``. ``device``\n"
                         "is its CUDA ordinal; ``GpuHandle()`` is invalid and reads 0.\n\n"
                         "Example::\n\n"
                         "    >>> handle = gpumem.gpu_handle(\"cuda:1\")\n"
-                        "    >>> handle.valid, handle.ordinal\n"
+                        "    >>> handle.valid, handle.device\n"
                         "    (True, 1)\n"
                         "    >>> gpumem.GpuHandle()\n"
                         "    GpuHandle(invalid)\n")
       .def(py::init<>(), "An invalid handle: reads give 0.")
       .def_property_readonly("valid", &GpuHandle::valid)
-      .def_property_readonly("ordinal", &GpuHandle::ordinal)
+      .def_property_readonly("device", &GpuHandle::device)
       .def("__bool__", &GpuHandle::valid)
       .def("__repr__", [](const GpuHandle& handle) {
-        return handle.valid() ? "GpuHandle(ordinal=" + std::to_string(handle.ordinal()) + ")"
+        return handle.valid() ? "GpuHandle(device=" + std::to_string(handle.device()) + ")"
                               : std::string("GpuHandle(invalid)");
       });
   module.def("gpu_handle", &gpu_handle, py::arg("id") = current_device, release());

@@ -43,7 +43,7 @@ void write_report(const std::string& path, const std::string& text) {
 
 SnapshotDevice snapshot_device(int device) noexcept {
   SnapshotDevice identity;
-  identity.ordinal = device;
+  identity.device = device;
   try {
     if (footprint::reconciling()) {
       if (const auto info = device_info(device)) {

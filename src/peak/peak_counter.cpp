@@ -22,7 +22,7 @@ namespace gpumem {
 namespace {
 
 int resolve_device(int device) noexcept {
-  return device == current_device ? current_device_ordinal() : device;
+  return device == current_device ? active_device() : device;
 }
 
 // Without NVML and before CUDA starts no device is known yet; the exact source can still count

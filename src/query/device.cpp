@@ -18,7 +18,7 @@ namespace {
 std::optional<DeviceInfo> describe_by_driver(const identity::MappedDevice& device) {
   if (device.uuid.empty()) return std::nullopt;
   DeviceInfo info;
-  info.ordinal = device.ordinal;
+  info.device = device.ordinal;
   info.uuid = device.uuid;
   info.pci_bus_id = device.pci_bus_id;
   const driver::Cuda& cuda = driver::cuda();
@@ -39,7 +39,7 @@ std::optional<DeviceInfo> describe(const identity::MappedDevice& device) {
   if (device.handle == nullptr) return describe_by_driver(device);
   const driver::Nvml& nvml = driver::nvml();
   DeviceInfo info;
-  info.ordinal = device.ordinal;
+  info.device = device.ordinal;
   info.nvml_index = device.nvml_index;
   info.uuid = device.uuid;
   info.pci_bus_id = device.pci_bus_id;
@@ -62,7 +62,7 @@ int device_count() noexcept {
   return static_cast<int>(identity::device_map().devices.size());
 }
 
-int current_device_ordinal() noexcept {
+int active_device() noexcept {
   return identity::current_ordinal();
 }
 

@@ -141,7 +141,7 @@ namespace {
 [[gnu::noinline, gnu::cold]] std::optional<GPUMemoryBytes> read_handle_slow(
     const GpuHandle& handle) noexcept {
   return detail::read_memory_negotiating(static_cast<abi::nvmlDevice_t>(handle.native()),
-                                         handle.ordinal());
+                                         handle.device());
 }
 
 }  // namespace
@@ -172,8 +172,8 @@ MaxFreeMemory gpu_with_max_free_mem() noexcept {
   const std::vector<GPUMemory> all = gpu_mem_get_all();
   MaxFreeMemory best;
   for (std::size_t i = 0; i < all.size(); ++i) {
-    if (!best.id || all[i].free > best.free) {  // strictly greater: the first maximum wins
-      best.id = static_cast<int>(i);
+    if (!best.device || all[i].free > best.free) {  // strictly greater: the first maximum wins
+      best.device = static_cast<int>(i);
       best.free = all[i].free;
     }
   }

@@ -81,13 +81,13 @@ class DeviceNumbering {
     for (const DeviceTrack& track : tracks) {
       const DeviceInfo& info = track.info;
       measured_.push_back(info);
-      next_ = std::max(next_, info.ordinal + 1);
-      if (const auto uuid = run::parse_uuid(info.uuid)) by_uuid_.emplace_back(*uuid, info.ordinal);
+      next_ = std::max(next_, info.device + 1);
+      if (const auto uuid = run::parse_uuid(info.uuid)) by_uuid_.emplace_back(*uuid, info.device);
     }
     for (const DeviceTrack& track : tracks) {
-      for (const std::string& text : mig_device_uuids(track.info.ordinal)) {
+      for (const std::string& text : mig_device_uuids(track.info.device)) {
         const auto mig = run::parse_uuid(text);
-        if (mig && !ordinal_of(*mig)) by_uuid_.emplace_back(*mig, track.info.ordinal);
+        if (mig && !ordinal_of(*mig)) by_uuid_.emplace_back(*mig, track.info.device);
       }
     }
   }
@@ -112,7 +112,7 @@ class DeviceNumbering {
   // The document's entry for gpumem's ordinal.
   std::optional<attribution::Device> device(int ordinal) const {
     for (const DeviceInfo& info : measured_) {
-      if (info.ordinal == ordinal)
+      if (info.device == ordinal)
         return attribution::Device{ordinal, info.uuid, info.name,
                                    static_cast<std::int64_t>(info.memory.total)};
     }

@@ -32,7 +32,7 @@ RunMonitor::RunMonitor(std::vector<DeviceInfo> devices, run::RunCounters* counte
     : counters_(counters), keep_timeline_(keep_timeline) {
   for (DeviceInfo& info : devices) {
     DeviceTrack track;
-    track.handle = gpu_handle(info.ordinal);
+    track.handle = gpu_handle(info.device);
     uuids_.push_back(run::parse_uuid(info.uuid));
     track.info = std::move(info);
     devices_.push_back(std::move(track));
@@ -57,7 +57,7 @@ void RunMonitor::name_devices() {
   }
   for (std::size_t track = 0; track < devices_.size(); ++track) {
     if (slots_[track] < 0) continue;
-    for (const std::string& text : mig_device_uuids(devices_[track].info.ordinal)) {
+    for (const std::string& text : mig_device_uuids(devices_[track].info.device)) {
       const std::optional<run::Uuid> mig = run::parse_uuid(text);
       if (!mig || std::find(uuids_.begin(), uuids_.end(), mig) != uuids_.end()) continue;
       run::add_alias(*counters_, *mig, slots_[track]);
@@ -79,10 +79,10 @@ void RunMonitor::baseline() {
     const auto used = gpu_mem_get_used_bytes_fast(track.handle);
     track.device_start = used ? static_cast<std::int64_t>(*used) : 0;
     track.device_peak = track.device_end = track.device_start;
-    const auto read = detail::device_process_list(track.info.ordinal);
+    const auto read = detail::device_process_list(track.info.device);
     const std::vector<ProcessMemory> listed = read.value_or(std::vector<ProcessMemory>{});
     // A failed reading is no list: it must not pass for "nobody else held the device".
-    if (read) holders_.add(track.info.ordinal, monotonic_ns(), listed);
+    if (read) holders_.add(track.info.device, monotonic_ns(), listed);
     baseline_processes_.insert(baseline_processes_.end(), listed.begin(), listed.end());
   }
   // The timeline's zero: right before the command starts. Not at start(), after the fork: a
@@ -128,7 +128,7 @@ void RunMonitor::stop() {
   for (DeviceTrack& track : devices_) {
     track.bounded_by_device =
         std::any_of(process_peaks_.begin(), process_peaks_.end(), [&](const ProcessPeak& peak) {
-          return peak.device == track.info.ordinal && !peak.key && pids_->maybe_member(peak.pid);
+          return peak.device == track.info.device && !peak.key && pids_->maybe_member(peak.pid);
         });
   }
 }
@@ -227,7 +227,7 @@ std::vector<TimelineRow> RunMonitor::timeline() const {
   std::vector<TimelineRow> rows = timeline_;
   if (counters_ == nullptr || !keep_timeline_) return rows;
   for (std::size_t track = 0; track < devices_.size(); ++track) {
-    const int ordinal = devices_[track].info.ordinal;
+    const int ordinal = devices_[track].info.device;
     rows.push_back({0.0, ordinal, Series::exact, 0, 0});  // nothing is counted before the start
     for (const Step& step : steps_[track].steps())
       rows.push_back(
@@ -241,7 +241,7 @@ std::vector<TimelineRow> RunMonitor::timeline() const {
     return std::max(0.0, static_cast<double>(ns - start_ns_) / 1e9);
   };
   for (const DeviceTrack& device : devices_) {
-    const int ordinal = device.info.ordinal;
+    const int ordinal = device.info.device;
     std::vector<std::pair<double, std::int64_t>> changes;  // (time, change of the sum)
     for (const auto& [key, per_device] : context_history_) {
       const auto history = per_device.find(ordinal);
@@ -380,7 +380,7 @@ void RunMonitor::sample(bool final) {
   const double time_s = now_s();
   for (std::size_t index = 0; index < devices_.size(); ++index) {
     DeviceTrack& track = devices_[index];
-    const int ordinal = track.info.ordinal;
+    const int ordinal = track.info.device;
     const int slot = counters_ != nullptr ? device_slot(index) : -1;
     if (const auto used = gpu_mem_get_used_bytes_fast(track.handle)) {
       track.device_end = static_cast<std::int64_t>(*used);

@@ -17,7 +17,7 @@ DeviceSnapshot device(int ordinal, unsigned nvml_index, std::string name, std::s
                       std::string pci, std::uint64_t total_mib, std::uint64_t used_mib,
                       std::uint64_t reserved_mib) {
   DeviceSnapshot snapshot;
-  snapshot.info.ordinal = ordinal;
+  snapshot.info.device = ordinal;
   snapshot.info.nvml_index = nvml_index;
   snapshot.info.name = std::move(name);
   snapshot.info.uuid = std::move(uuid);

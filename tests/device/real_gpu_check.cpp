@@ -505,14 +505,14 @@ int main(int argc, char** argv) {
   if (all.empty()) return 1;
   for (const auto& device : all) {
     std::printf("device %d: nvml %u %s %s %s total=%llu used=%llu free=%llu reserved=%llu\n",
-                device.ordinal, device.nvml_index, device.name.c_str(), device.uuid.c_str(),
+                device.device, device.nvml_index, device.name.c_str(), device.uuid.c_str(),
                 device.pci_bus_id.c_str(), static_cast<unsigned long long>(device.memory.total),
                 static_cast<unsigned long long>(device.memory.used),
                 static_cast<unsigned long long>(device.memory.free),
                 static_cast<unsigned long long>(device.memory.reserved));
-    const auto mb = gpumem::gpu_mem_get(device.ordinal);
+    const auto mb = gpumem::gpu_mem_get(device.device);
     check(mb.total == gpumem::b2mb(static_cast<std::int64_t>(device.memory.total)),
-          "gpu_mem_get(" + std::to_string(device.ordinal) + ")", std::to_string(mb.total) + " MB");
+          "gpu_mem_get(" + std::to_string(device.device) + ")", std::to_string(mb.total) + " MB");
   }
   check(gpumem::gpu_mem_get(static_cast<int>(all.size())) == gpumem::GPUMemory{}, "invalid id",
         "zeros");

@@ -198,7 +198,7 @@ TEST(Refresh, UnrelatedEnvironmentChangesKeepTheMap) {
 TEST(CurrentDevice, ZeroWhenCudaUnused) {
   SimGpu sim;
   ::setenv("CUDA_VISIBLE_DEVICES", "1,0", 1);
-  EXPECT_EQ(current_device_ordinal(), 0);
+  EXPECT_EQ(active_device(), 0);
   EXPECT_EQ(gpu_mem_get().total, kA100Total);
   ::unsetenv("CUDA_VISIBLE_DEVICES");
 }

@@ -169,13 +169,13 @@ def test_gpu_mem_get_used_fast_reads_through_a_handle(sim):
             by_ordinal = gpumem.gpu_mem_get_used_fast(1)
             by_name = gpumem.gpu_mem_get_used_fast("cuda:1")
         emit(before=before, during=during, by_ordinal=by_ordinal, by_name=by_name,
-             valid=bool(handle), ordinal=handle.ordinal,
+             valid=bool(handle), device=handle.device,
              invalid=gpumem.gpu_mem_get_used_fast(gpumem.gpu_handle(9)),
              wrong=gpumem.gpu_mem_get_used_fast("gpu0"))
     """)
     assert (result["before"], result["during"]) == (A100_RESERVED, A100_RESERVED + 50)
     assert (result["by_ordinal"], result["by_name"]) == (A100_RESERVED + 50, A100_RESERVED + 50)
-    assert result["valid"] is True and result["ordinal"] == 1
+    assert result["valid"] is True and result["device"] == 1
     assert result["invalid"] == 0
     assert result["wrong"] == 0
 

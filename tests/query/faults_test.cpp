@@ -57,7 +57,7 @@ TEST(NoDriver, NothingAtAll) {
   expect_no_gpu_answers();
   EXPECT_FALSE(preload());
   EXPECT_FALSE(device_allocate(MiB).valid());
-  EXPECT_EQ(current_device_ordinal(), 0);
+  EXPECT_EQ(active_device(), 0);
   EXPECT_FALSE(cuda_available());
   EXPECT_TRUE(has_diagnostic_starting("NVML not found ("));
   EXPECT_TRUE(has_diagnostic_starting("CUDA driver not found ("));

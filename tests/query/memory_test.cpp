@@ -93,7 +93,7 @@ TEST(GpuMemGet, SecondDeviceAllocation) {
   EXPECT_EQ(gpu_mem_get_bytes(1)->used, 2 * MiB + 123);
   EXPECT_EQ(gpu_mem_get(1).used, kA100Reserved + 2);
   EXPECT_EQ(gpu_mem_get(0).used, kH200Reserved);
-  EXPECT_EQ(current_device_ordinal(), 1);  // the allocation made device 1 current
+  EXPECT_EQ(active_device(), 1);  // the allocation made device 1 current
   EXPECT_EQ(gpu_mem_get_used(), kA100Reserved + 2);
 }
 
@@ -122,7 +122,7 @@ TEST(GpuMemGetFast, ReadsThroughAHandle) {
   SimGpu sim;
   const GpuHandle handle = gpu_handle(1);
   ASSERT_TRUE(handle.valid());
-  EXPECT_EQ(handle.ordinal(), 1);
+  EXPECT_EQ(handle.device(), 1);
   EXPECT_EQ(gpu_mem_get_used_fast(handle), kA100Reserved);  // total − free, as gpu_mem_get
   DeviceAllocation block = device_allocate(64 * MiB + 7, 1);
   EXPECT_EQ(gpu_mem_get_used_fast(handle), kA100Reserved + 64);
@@ -161,7 +161,7 @@ TEST(Preload, CreatesTheContextUpFront) {
   EXPECT_EQ(gpu_mem_get(0).used, kH200Reserved);
   EXPECT_TRUE(preload());
   EXPECT_EQ(gpu_mem_get(0).used, kH200Reserved + 500);
-  EXPECT_EQ(current_device_ordinal(), 0);
+  EXPECT_EQ(active_device(), 0);
   EXPECT_TRUE(preload());  // again: nothing more is charged
   EXPECT_EQ(gpu_mem_get(0).used, kH200Reserved + 500);
   DeviceAllocation block = device_allocate(100 * MiB);
@@ -172,14 +172,14 @@ TEST(Preload, UsesTheCurrentDevice) {
   SimGpu sim;
   DeviceAllocation block = device_allocate(MiB, 1);
   EXPECT_TRUE(preload());
-  EXPECT_EQ(current_device_ordinal(), 1);
+  EXPECT_EQ(active_device(), 1);
 }
 
 TEST(DeviceInfo, DescribesTheMappedDevice) {
   SimGpu sim;
   const auto info = device_info(0);
   ASSERT_TRUE(info.has_value());
-  EXPECT_EQ(info->ordinal, 0);
+  EXPECT_EQ(info->device, 0);
   EXPECT_EQ(info->nvml_index, 1u);
   EXPECT_EQ(info->name, "NVIDIA H200");
   EXPECT_EQ(info->uuid, "GPU-bbbbbbbb-2222-4000-8000-000000000001");
@@ -197,7 +197,7 @@ TEST(DeviceInfo, DevicesListsAllInOrder) {
   EXPECT_EQ(all[0].name, "NVIDIA H200");
   EXPECT_EQ(all[1].name, "NVIDIA A100-SXM4-40GB");
   EXPECT_EQ(all[1].nvml_index, 0u);
-  EXPECT_EQ(all[1].ordinal, 1);
+  EXPECT_EQ(all[1].device, 1);
   EXPECT_EQ(device_count(), 2);
   EXPECT_EQ(driver_version(), "580.95.05");
   EXPECT_TRUE(nvml_available());
@@ -206,15 +206,15 @@ TEST(DeviceInfo, DevicesListsAllInOrder) {
 
 TEST(CurrentDevice, IsPerThread) {
   SimGpu sim;
-  EXPECT_EQ(current_device_ordinal(), 0);
+  EXPECT_EQ(active_device(), 0);
   int seen_in_thread = -1;
   std::thread worker([&] {
     DeviceAllocation block = device_allocate(MiB, 1);
-    seen_in_thread = current_device_ordinal();
+    seen_in_thread = active_device();
   });
   worker.join();
   EXPECT_EQ(seen_in_thread, 1);
-  EXPECT_EQ(current_device_ordinal(), 0);  // this thread has no context
+  EXPECT_EQ(active_device(), 0);  // this thread has no context
 }
 
 // With CUDA in the process, gpu_mem_get() reads the device of the calling thread's context, and

@@ -33,7 +33,7 @@ std::vector<RankRow> rank_rows(const RunResult& result) {
     for (const RankDevicePeak& peak : rank.devices) {
       const auto device =
           std::find_if(result.devices.begin(), result.devices.end(),
-                       [&](const DeviceTrack& track) { return track.info.ordinal == peak.device; });
+                       [&](const DeviceTrack& track) { return track.info.device == peak.device; });
       if (device == result.devices.end()) continue;
       RankDeviceRow cell{&*device, peak.peak, false};
       bool alone = all_exact_seen && result.measured != Measured::sampled;
@@ -69,7 +69,7 @@ std::string rank_summary(const RunResult& result) {
     } else {
       const RankDeviceRow& cell = row.devices[row.highest];
       out += "peak " + format_bytes(cell.peak) + " process footprint on GPU " +
-             std::to_string(cell.device->info.ordinal) + " (" + cell.device->info.name + "), " +
+             std::to_string(cell.device->info.device) + " (" + cell.device->info.name + "), " +
              (cell.exact ? "exact" : "sampled every " + format_seconds(result.interval_s));
       if (row.devices.size() > 1) out += ", " + std::to_string(row.devices.size()) + " GPUs used";
     }
@@ -85,7 +85,7 @@ nlohmann::ordered_json ranks_json(const RunResult& result) {
   for (const RankRow& row : rank_rows(result)) {
     nlohmann::ordered_json devices = nlohmann::ordered_json::array();
     for (const RankDeviceRow& cell : row.devices) {
-      devices.push_back({{"device", cell.device->info.ordinal},
+      devices.push_back({{"device", cell.device->info.device},
                          {"uuid", cell.device->info.uuid},
                          {"peak_bytes", cell.peak},
                          {"measured", cell.exact ? "exact" : "sampled"}});
@@ -96,7 +96,7 @@ nlohmann::ordered_json ranks_json(const RunResult& result) {
         {"local_rank", json_or_null(row.info.local_rank)},
         {"pids", row.pids},
         {"peak_bytes", highest != nullptr ? highest->peak : 0},
-        {"device", highest != nullptr ? nlohmann::ordered_json(highest->device->info.ordinal)
+        {"device", highest != nullptr ? nlohmann::ordered_json(highest->device->info.device)
                                       : nlohmann::ordered_json()},
         {"uuid", highest != nullptr ? nlohmann::ordered_json(highest->device->info.uuid)
                                     : nlohmann::ordered_json()},

@@ -38,7 +38,7 @@ std::string budget_device_error(const std::vector<PeakBudget>& budgets,
   for (const PeakBudget& budget : budgets) {
     if (!budget.device) continue;
     if (std::none_of(measured.begin(), measured.end(),
-                     [&](const DeviceInfo& device) { return device.ordinal == *budget.device; }))
+                     [&](const DeviceInfo& device) { return device.device == *budget.device; }))
       return "--max-peak " + budget.text + ": GPU " + std::to_string(*budget.device) +
              " is not measured (" + std::to_string(measured.size()) + " measured)";
   }
@@ -52,13 +52,13 @@ std::vector<BudgetVerdict> judge_budgets(const run::RunResult& result,
     // The device's own budget, else the one for every device; the last one given of each.
     std::optional<std::int64_t> own, every;
     for (const PeakBudget& budget : budgets) {
-      if (budget.device == device.info.ordinal) own = budget.bytes;
+      if (budget.device == device.info.device) own = budget.bytes;
       if (!budget.device) every = budget.bytes;
     }
     const std::optional<std::int64_t> limit = own ? own : every;
     if (!limit) continue;
     BudgetVerdict verdict;
-    verdict.device = device.info.ordinal;
+    verdict.device = device.info.device;
     verdict.name = device.info.name;
     verdict.budget = *limit;
     verdict.peak = command_peak(result, device);

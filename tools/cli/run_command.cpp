@@ -140,13 +140,13 @@ int run_command(RunOptions options) {
   const std::vector<DeviceInfo> visible = gpumem::devices();
   for (const DeviceInfo& device : visible) {
     if (options.devices.empty() || std::find(options.devices.begin(), options.devices.end(),
-                                             device.ordinal) != options.devices.end()) {
+                                             device.device) != options.devices.end()) {
       measured.push_back(device);
     }
   }
   for (int wanted : options.devices) {
     if (std::none_of(visible.begin(), visible.end(),
-                     [&](const DeviceInfo& device) { return device.ordinal == wanted; })) {
+                     [&](const DeviceInfo& device) { return device.device == wanted; })) {
       fail("--device " + std::to_string(wanted) + ": no such GPU (" +
            std::to_string(visible.size()) + " visible)");
       return 2;

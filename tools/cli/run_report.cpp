@@ -104,11 +104,11 @@ std::string summary_text(const RunResult& result, const SummaryStyle& style) {
   std::vector<int> unused;
   for (const DeviceTrack& device : result.devices) {
     if (!device_used_by_command(result, device) && !device.bounded_by_device) {
-      unused.push_back(device.info.ordinal);
+      unused.push_back(device.info.device);
       continue;
     }
     // Names (a process's, the device's) are shown through printable(): no terminal control.
-    out += "gpumem: GPU " + std::to_string(device.info.ordinal) + " (" +
+    out += "gpumem: GPU " + std::to_string(device.info.device) + " (" +
            printable(device.info.name) + "): peak " + format_bytes(command_peak(result, device)) +
            " process footprint";
     if (exact) {
@@ -125,7 +125,7 @@ std::string summary_text(const RunResult& result, const SummaryStyle& style) {
     out += "; device used peak " + format_bytes(device.device_peak) + " (from " +
            format_bytes(device.device_start) + ")\n";
     if (device.bounded_by_device) {
-      out += "gpumem: GPU " + std::to_string(device.info.ordinal) +
+      out += "gpumem: GPU " + std::to_string(device.info.device) +
              ": some of NVML's pids match none of the command's processes; the peak is at least "
              "the device's rise over the run, " +
              format_bytes(device_rise(device)) + " (which counts any other process's change too)\n";
@@ -168,7 +168,7 @@ nlohmann::ordered_json summary_json(const RunResult& result,
   nlohmann::ordered_json devices = nlohmann::ordered_json::array();
   for (const DeviceTrack& device : result.devices) {
     devices.push_back({
-        {"device", device.info.ordinal},
+        {"device", device.info.device},
         {"nvml_index", device.info.nvml_index},
         {"name", device.info.name},
         {"uuid", device.info.uuid},

@@ -14,7 +14,7 @@ std::vector<DeviceSnapshot> take_snapshot() {
   for (DeviceInfo& info : devices()) {
     DeviceSnapshot device;
     device.memory_known = info.memory.total != 0;  // devices() has just read it
-    for (const ProcessMemory& process : device_processes(info.ordinal)) {
+    for (const ProcessMemory& process : device_processes(info.device)) {
       device.processes.push_back({process.pid, process_name(process.pid), process.used_bytes});
     }
     device.info = std::move(info);

@@ -80,7 +80,7 @@ FitLayout devices_layout(const std::vector<DeviceSnapshot>& snapshot, const Peak
   auto& columns = layout.columns;
   for (const DeviceSnapshot& device : snapshot) {
     const GPUMemoryBytes& memory = device.info.memory;
-    columns[kGpu].cells.push_back(std::to_string(device.info.ordinal));
+    columns[kGpu].cells.push_back(std::to_string(device.info.device));
     columns[kNvml].cells.push_back(std::to_string(device.info.nvml_index));
     columns[kName].cells.push_back(printable(device.info.name));
     columns[kName].short_cells.push_back(printable(without_vendor(device.info.name)));
@@ -90,7 +90,7 @@ FitLayout devices_layout(const std::vector<DeviceSnapshot>& snapshot, const Peak
     columns[kUsed].cells.push_back(memory_cell(device, memory.used));
     columns[kFree].cells.push_back(memory_cell(device, memory.free));
     columns[kReserved].cells.push_back(memory_cell(device, memory.reserved));
-    const auto peak = peaks.find(device.info.ordinal);
+    const auto peak = peaks.find(device.info.device);
     columns[kPeak].cells.push_back(peak != peaks.end() ? format_bytes(peak->second) : "?");
     BarValues values{memory.used, device.memory_known ? memory.total : 0, std::nullopt};
     if (peak != peaks.end()) {
@@ -119,7 +119,7 @@ FitLayout processes_layout(const std::vector<DeviceSnapshot>& snapshot) {
   FitLayout layout{{{">GPU"}, {">PID"}, {"PROCESS", {}, {}, 8}, {">MEMORY"}}, {}};
   for (const DeviceSnapshot& device : snapshot) {
     for (const ProcessRow& process : device.processes) {
-      layout.columns[0].cells.push_back(std::to_string(device.info.ordinal));
+      layout.columns[0].cells.push_back(std::to_string(device.info.device));
       layout.columns[1].cells.push_back(std::to_string(process.pid));
       layout.columns[2].cells.push_back(process.name.empty() ? "?" : printable(process.name));
       layout.columns[3].cells.push_back(
@@ -168,7 +168,7 @@ nlohmann::ordered_json snapshot_json(const std::vector<DeviceSnapshot>& snapshot
                 {"free_bytes", device.info.memory.free},
                 {"reserved_bytes", device.info.memory.reserved}};
     }
-    devices_json.push_back({{"device", device.info.ordinal},
+    devices_json.push_back({{"device", device.info.device},
                             {"nvml_index", device.info.nvml_index},
                             {"name", device.info.name},
                             {"uuid", device.info.uuid},
@@ -189,7 +189,7 @@ std::string snapshot_csv(const std::vector<DeviceSnapshot>& snapshot) {
       return device.memory_known ? std::to_string(value) : std::string();
     };
     const std::string prefix =
-        std::to_string(device.info.ordinal) + "," + std::to_string(device.info.nvml_index) + "," +
+        std::to_string(device.info.device) + "," + std::to_string(device.info.nvml_index) + "," +
         csv_field(device.info.name) + "," + csv_field(device.info.uuid) + "," +
         csv_field(device.info.pci_bus_id) + "," + number(memory.total) + "," + number(memory.used) +
         "," + number(memory.free) + "," + number(memory.reserved) + ",";

@@ -189,7 +189,7 @@ std::string svg_plot(const RunResult& result, const std::vector<TimelineRow>& ti
   double panel_top = 0;
   for (const DeviceTrack* shown_device : shown) {
     const DeviceTrack& device = *shown_device;
-    const int ordinal = device.info.ordinal;
+    const int ordinal = device.info.device;
     const double top = panel_top + kTop;
     const double plot_width = kWidth - kLeft - kRight;
     const double plot_height = kPanelHeight - kTop - kBottom;

@@ -34,10 +34,10 @@ std::string plain_lines(const std::vector<DeviceSnapshot>& snapshot, const PeakB
   std::string out;
   const std::string now = clock_time();
   for (const DeviceSnapshot& device : snapshot) {
-    out += now + " GPU " + std::to_string(device.info.ordinal) + " " + printable(device.info.name) +
+    out += now + " GPU " + std::to_string(device.info.device) + " " + printable(device.info.name) +
            ": used " + format_bytes(static_cast<std::int64_t>(device.info.memory.used)) + " of " +
            format_bytes(static_cast<std::int64_t>(device.info.memory.total)) + ", peak " +
-           format_bytes(peaks.at(device.info.ordinal)) + ", " +
+           format_bytes(peaks.at(device.info.device)) + ", " +
            std::to_string(device.processes.size()) +
            (device.processes.size() == 1 ? " process" : " processes");
     for (std::size_t i = 0; i < device.processes.size(); ++i) {
@@ -82,7 +82,7 @@ void add_watch_command(CLI::App& app, int& exit_code) {
     for (long refresh = 0; options->count == 0 || refresh < options->count; ++refresh) {
       const std::vector<DeviceSnapshot> snapshot = take_snapshot();
       for (const DeviceSnapshot& device : snapshot) {
-        const int ordinal = device.info.ordinal;
+        const int ordinal = device.info.device;
         if (peaks.find(ordinal) == peaks.end()) {
           counters.push_back(std::make_unique<PeakCounter>(ordinal, Source::sampled));
           peaks[ordinal] = 0;
