@@ -87,6 +87,7 @@ SEAMS = {
     "run_rank.hpp": ["run"],
     "run_result.hpp": ["run"],  # what a run measured and its headline figure
     "run_timeline.hpp": ["run"],
+    "window_peak.hpp": ["peak"],  # the exporter's sliding-window peaks, sampled by one thread
     "spool.hpp": ["publish"],
 }
 GENERATED_PUBLIC = {"version.hpp"}  # in the build tree, not include/gpumem

@@ -11,7 +11,7 @@
 
 #include "container_identity.hpp"
 #include "exposition.hpp"
-#include "window_peak.hpp"
+#include "gpumem/internal/window_peak.hpp"
 
 namespace gpumem::serve {
 

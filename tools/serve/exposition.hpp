@@ -8,11 +8,12 @@
 #include <vector>
 
 #include "gpumem/internal/spool.hpp"
+#include "gpumem/internal/window_peak.hpp"
 #include "gpumem/memory.hpp"
 
 namespace gpumem::serve {
 
-class WindowPeak;
+using detail::WindowPeak;
 
 struct DeviceSample {
   int gpu = 0;  // CUDA ordinal, as the exporter sees it

@@ -1,10 +1,10 @@
-#include "window_peak.hpp"
+#include "gpumem/internal/window_peak.hpp"
 
 #include <algorithm>
 
 #include "gpumem/internal/clock.hpp"
 
-namespace gpumem::serve {
+namespace gpumem::detail {
 namespace {
 
 constexpr std::int64_t kNoReading = -1;
@@ -105,4 +105,4 @@ void WindowPeak::note(std::size_t index, std::int64_t used) noexcept {
   raise(device.slots[device.open.load(std::memory_order_relaxed)], used);
 }
 
-}  // namespace gpumem::serve
+}  // namespace gpumem::detail

@@ -1,8 +1,8 @@
-// The peak of each device's used memory over a sliding window, sampled by one thread of the
-// exporter's own that reads every watched device at the sampling interval. Scrapes read it live:
-// a spike is in the very next scrape, not one collection later. Reading it changes nothing and
-// takes no lock and makes no driver call, so any number of scrapers see the same peaks and a
-// driver that hangs never holds one up.
+// The peak of each device's used memory over a sliding window, sampled by one thread that reads
+// every watched device at the sampling interval. Scrapes read it live: a spike is in the very next
+// scrape, not one collection later. Reading it changes nothing and takes no lock and makes no
+// driver call, so any number of scrapers see the same peaks and a driver that hangs never holds one
+// up.
 //
 // The window is a ring of kBuckets + 1 slots per device: the open one, which each sample raises,
 // and kBuckets closed ones. At a bucket boundary the oldest slot is emptied and opened; until the
@@ -13,6 +13,8 @@
 // One thread for all devices (rather than the library's sampled peak source, a thread per device)
 // because the exporter's sampling is the CPU it costs an idle node: one wake-up per interval
 // instead of one per device.
+//
+// A seam (src/peak implements it): the library measures, the exporter (`gpumem serve`) serves.
 #pragma once
 
 #include <array>
@@ -27,7 +29,9 @@
 
 #include "gpumem/memory.hpp"
 
-namespace gpumem::serve {
+#pragma GCC visibility push(default)
+
+namespace gpumem::detail {
 
 class WindowPeak {
  public:
@@ -70,4 +74,6 @@ class WindowPeak {
   std::thread sampler_;
 };
 
-}  // namespace gpumem::serve
+}  // namespace gpumem::detail
+
+#pragma GCC visibility pop

@@ -1,4 +1,4 @@
-#include "window_peak.hpp"
+#include "gpumem/internal/window_peak.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include "gpumem/memory.hpp"
 #include "support/sim_gpu.hpp"
 
-namespace gpumem::serve {
+namespace gpumem::detail {
 namespace {
 
 using namespace std::chrono_literals;
@@ -87,4 +87,4 @@ TEST(WindowPeak, ADeviceThatCannotBeReadHasNoPeak) {
 }
 
 }  // namespace
-}  // namespace gpumem::serve
+}  // namespace gpumem::detail
