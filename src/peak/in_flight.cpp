@@ -10,7 +10,7 @@ using detail::kDepthMask;
 using detail::kLeft;
 using detail::Slot;
 
-[[gnu::tls_model("initial-exec")]] thread_local Slot* detail::t_slot = nullptr;
+[[gnu::tls_model("initial-exec")]] constinit thread_local Slot* detail::t_slot = nullptr;
 
 namespace {
 

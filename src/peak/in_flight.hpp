@@ -35,7 +35,7 @@ struct alignas(64) Slot {
 // thread_local with one misbehaves in a dlopen'ed library at exit): a slot stays with its
 // thread's memory of it. Initial-exec: the library is dlopen'ed under `gpumem run`, where the
 // default model would cost a __tls_get_addr call per access.
-[[gnu::tls_model("initial-exec")]] extern thread_local Slot* t_slot;
+[[gnu::tls_model("initial-exec")]] extern constinit thread_local Slot* t_slot;
 
 void enter_slow() noexcept;
 bool leave_slow() noexcept;
