@@ -386,7 +386,7 @@ AddressMap& traced_addresses() noexcept {
 }
 
 // Leaves the in-flight state at the end of an EXIT callback, whatever it did, and tells the call
-// observer (after the call's events).
+// observer (after the call's events) when the thread's outermost call ends.
 struct InFlightExit {
   bool exiting;
   ~InFlightExit() {
@@ -414,8 +414,10 @@ void on_driver_call(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_Callb
       case CUPTI_CB_DOMAIN_RUNTIME_API: {
         const auto& call = *static_cast<const CUpti_CallbackData*>(data);
         if (call.callbackSite == CUPTI_API_ENTER) {
-          in_flight::enter();
-          detail::notify_call_observer(true);  // before the driver charges anything
+          // Before the driver charges anything. Only the outermost call: a runtime call's driver
+          // calls (their events) are inside its ENTER and EXIT, and bracketing them again would
+          // move the observer's word twice more for nothing (`gpumem run`: two locked adds).
+          if (in_flight::enter()) detail::notify_call_observer(true);
         }
         const InFlightExit leaving{call.callbackSite == CUPTI_API_EXIT};
         return domain == CUPTI_CB_DOMAIN_DRIVER_API ? dispatch(cbid, call) : on_runtime(cbid, call);

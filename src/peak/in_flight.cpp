@@ -42,13 +42,13 @@ Slot& own_slot() noexcept {
 }  // namespace
 
 // A thread's first call, or every call of a thread beyond the table's slots.
-void detail::enter_slow() noexcept {
+bool detail::enter_slow() noexcept {
   Slot& slot = own_slot();
   if (slot.shared) {
     slot.word.fetch_add(1, std::memory_order_seq_cst);
-    return;
+    return true;
   }
-  enter();
+  return enter();
 }
 
 bool detail::leave_slow() noexcept {

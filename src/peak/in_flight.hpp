@@ -37,26 +37,32 @@ struct alignas(64) Slot {
 // default model would cost a __tls_get_addr call per access.
 [[gnu::tls_model("initial-exec")]] extern constinit thread_local Slot* t_slot;
 
-void enter_slow() noexcept;
+bool enter_slow() noexcept;
 bool leave_slow() noexcept;
 
 }  // namespace detail
 
-// At a traced call's ENTER. Inline: on every traced call, twice.
-inline void enter() noexcept {
+// At a traced call's ENTER: whether it is the thread's outermost traced call (a runtime call's
+// driver calls are nested in it), which is all a watcher outside the thread needs to see: every
+// event of a nested call comes between its outermost call's ENTER and EXIT. True for every call
+// of a thread beyond the table's slots, whose depth is shared. Inline: on every traced call.
+inline bool enter() noexcept {
   detail::Slot* slot = detail::t_slot;
   if (slot == nullptr || slot->shared) [[unlikely]] {
     return detail::enter_slow();
   }
   // Only this thread writes its slot: a load and a store, no read-modify-write.
-  slot->word.store(slot->word.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  const std::uint64_t word = slot->word.load(std::memory_order_relaxed);
+  slot->word.store(word + 1, std::memory_order_relaxed);
   // The driver's charge (a later store of this thread) must not become visible before this: a
   // release fence orders it before every later store (free on x86, one barrier on aarch64).
   std::atomic_thread_fence(std::memory_order_release);
+  return (word & detail::kDepthMask) == 0;
 }
 
-// At its EXIT: whether a call of this thread was in flight (false for an EXIT whose ENTER was
-// missed, or forgotten by reset()).
+// At its EXIT: whether it left the thread's outermost call, as enter() said of its ENTER (false
+// for a nested call, and for an EXIT whose ENTER was missed or forgotten by reset(); for a thread
+// beyond the slots, whether any call was in flight).
 inline bool leave() noexcept {
   detail::Slot* slot = detail::t_slot;
   if (slot == nullptr || slot->shared) [[unlikely]] {
@@ -65,7 +71,7 @@ inline bool leave() noexcept {
   const std::uint64_t word = slot->word.load(std::memory_order_relaxed);
   if ((word & detail::kDepthMask) == 0) return false;
   slot->word.store(word + detail::kLeft, std::memory_order_release);
-  return true;
+  return (word & detail::kDepthMask) == 1;
 }
 
 // Call before and after an NVML reading: nullopt when another thread is in a traced call, else
