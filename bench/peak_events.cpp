@@ -1,6 +1,7 @@
 // The peak engine's costs: one allocation event against the number of live counters (0, 1, 8,
 // 64) and threads (1, 2), beside a bare atomic add (the floor) in the same run; the exact
-// source's whole callback path; and GPUMemTrace start()+stop() without cache hooks.
+// source's whole callback path, bare and as a process under `gpumem run` pays it; and
+// GPUMemTrace start()+stop() without cache hooks.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 
 #include "callback_pair.hpp"
 #include "driver/abi/cupti.hpp"
+#include "gpumem/internal/event_observer.hpp"
+#include "gpumem/internal/run_counters.hpp"
 #include "gpumem/memory.hpp"
 #include "gpumem/trace.hpp"
 #include "peak/channels.hpp"
@@ -83,6 +86,40 @@ void BM_ExactCallbacks(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_ExactCallbacks)->ArgName("live_counters")->Arg(0)->Arg(64)->Threads(1)->Threads(2);
+
+// The same path in a process under `gpumem run`: the injection library's observers
+// (tools/inject/inject.cpp) also add each event to the process's slot (`held`) and the device's
+// level and peak in the shared counters, and mark each call's ENTER and EXIT in the slot's
+// `calls` word. Here observers doing that same work on a private copy of the file stand in for
+// them; the difference from BM_ExactCallbacks is what the second set of counters costs.
+gpumem::run::RunCounters* run_counters() {
+  static auto* const counters = new gpumem::run::RunCounters{};  // zeroed, as the file starts
+  return counters;
+}
+void injected_event(void*, int, std::int64_t delta) {
+  gpumem::run::RunCounters& counters = *run_counters();
+  counters.processes[0].held[0].fetch_add(delta, std::memory_order_release);
+  gpumem::run::add_event(counters, 0, delta);
+}
+void injected_call(void*, bool entering) {
+  run_counters()->processes[0].calls.fetch_add(
+      entering ? gpumem::run::kCallEntered : gpumem::run::kCallLeft, std::memory_order_seq_cst);
+}
+void BM_InjectedCallbacks(benchmark::State& state) {
+  static std::atomic<std::uint64_t> next_address{1ull << 41};
+  if (state.thread_index() == 0) {
+    gpumem::detail::set_event_observer(injected_event, nullptr);
+    gpumem::detail::set_call_observer(injected_call, nullptr);
+  }
+  bench::CallbackPair pair(next_address.fetch_add(1ull << 30));
+  for (auto _ : state) pair();
+  per_event(state, state.iterations() * 2);
+  if (state.thread_index() == 0) {
+    gpumem::detail::set_event_observer(nullptr, nullptr);
+    gpumem::detail::set_call_observer(nullptr, nullptr);
+  }
+}
+BENCHMARK(BM_InjectedCallbacks)->Threads(1);
 
 // start()+stop() of a trace without cache hooks, on the simulator: the exact source subscribes
 // to CUPTI at start and lets go at stop; the reported one shows the engine's own part.

@@ -15,7 +15,14 @@ enum class Stream : int {
 inline constexpr int kStreams = 4;
 inline constexpr int kMaxDevices = 64;
 
-// nullptr for an ordinal outside [0, kMaxDevices).
-Channel* channel(Stream stream, int device) noexcept;
+Channel* make_channel_table();  // kStreams * kMaxDevices channels, never freed
+
+// nullptr for an ordinal outside [0, kMaxDevices). Inline: every event looks its channel up, and
+// a call into another file costs as much as the rest of the lookup.
+inline Channel* channel(Stream stream, int device) noexcept {
+  static Channel* const table = make_channel_table();
+  if (device < 0 || device >= kMaxDevices) return nullptr;
+  return &table[static_cast<int>(stream) * kMaxDevices + device];
+}
 
 }  // namespace gpumem::peak

@@ -8,23 +8,11 @@
 #include "peak/event_observer_call.hpp"
 
 namespace gpumem::detail {
+
+std::atomic<const Observer*> g_event_observer{nullptr};
+std::atomic<const CallWatcher*> g_call_observer{nullptr};
+
 namespace {
-
-struct Observer {
-  EventObserver fn;
-  void* ctx;
-};
-
-// One pointer, so that the function and its context always change together. Replaced observers
-// are never freed: an event may still be calling one.
-std::atomic<const Observer*> current_observer{nullptr};
-
-struct CallWatcher {
-  CallObserver fn;
-  void* ctx;
-};
-
-std::atomic<const CallWatcher*> current_call_observer{nullptr};
 
 // Replaces `current` with a new entry (nullptr for none); the old one is kept reachable, never
 // freed: a call may still be calling it.
@@ -46,23 +34,11 @@ void replace(std::atomic<const Entry*>& current, const Entry* next) noexcept {
 }  // namespace
 
 void set_event_observer(EventObserver fn, void* ctx) noexcept {
-  replace(current_observer, fn == nullptr ? nullptr : new (std::nothrow) Observer{fn, ctx});
+  replace(g_event_observer, fn == nullptr ? nullptr : new (std::nothrow) Observer{fn, ctx});
 }
 
 void set_call_observer(CallObserver fn, void* ctx) noexcept {
-  replace(current_call_observer, fn == nullptr ? nullptr : new (std::nothrow) CallWatcher{fn, ctx});
-}
-
-void notify_event_observer(int device, std::int64_t delta_bytes) noexcept {
-  if (const Observer* observer = current_observer.load(std::memory_order_acquire)) {
-    observer->fn(observer->ctx, device, delta_bytes);
-  }
-}
-
-void notify_call_observer(bool entering) noexcept {
-  if (const CallWatcher* observer = current_call_observer.load(std::memory_order_acquire)) {
-    observer->fn(observer->ctx, entering);
-  }
+  replace(g_call_observer, fn == nullptr ? nullptr : new (std::nothrow) CallWatcher{fn, ctx});
 }
 
 }  // namespace gpumem::detail

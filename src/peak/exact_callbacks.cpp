@@ -51,17 +51,31 @@ Block unstash(std::uint64_t stashed) noexcept {
                (stashed & kStashManaged) != 0};
 }
 
-// The CUDA ordinal of the calling thread's context, cached per thread for the last context seen:
-// a thread allocates on the same context many times in a row.
+// What a thread carries from callback to callback. Initial-exec, and one block: under `gpumem
+// run` the library is dlopen'ed, where the default model costs a __tls_get_addr call per
+// access, on every event; the few bytes come out of the static TLS the loader keeps for that.
+struct ThreadState {
+  // The CUDA ordinal of the thread's last context (contextUid): a thread allocates on the same
+  // context many times in a row.
+  std::uint32_t cached_uid = 0;
+  int cached_device = -1;
+  // Whether the runtime call this thread is in reached the driver's own callbacks: real CUDA
+  // may or may not raise driver-domain callbacks for the runtime's calls, so a runtime call
+  // counts itself only where no driver callback came (never twice, never missed).
+  int runtime_depth = 0;
+  bool driver_seen = false;
+};
+[[gnu::tls_model("initial-exec")]] thread_local ThreadState t_state;
+
+// The CUDA ordinal of the calling thread's context.
 int event_device(const CUpti_CallbackData& call) noexcept {
-  thread_local std::uint32_t cached_uid = 0;
-  thread_local int cached_device = -1;
-  if (cached_device >= 0 && cached_uid == call.contextUid) return cached_device;
+  ThreadState& state = t_state;
+  if (state.cached_device >= 0 && state.cached_uid == call.contextUid) return state.cached_device;
   CUdevice device = 0;
   const driver::Cuda& cuda = driver::cuda();
   if (cuda.ctxGetDevice == nullptr || cuda.ctxGetDevice(&device) != CUDA_SUCCESS) return 0;
-  cached_uid = call.contextUid;
-  cached_device = device;
+  state.cached_uid = call.contextUid;
+  state.cached_device = device;
   return device;
 }
 
@@ -96,14 +110,9 @@ bool out_of_memory(const CUpti_CallbackData& call) noexcept {
          *static_cast<const CUresult*>(call.functionReturnValue) == CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-// Whether the runtime call this thread is in reached the driver's own callbacks: real CUDA may
-// or may not raise driver-domain callbacks for the runtime's calls, so a runtime call counts
-// itself only where no driver callback came (never twice, never missed).
-thread_local int t_runtime_depth = 0;
-thread_local bool t_driver_seen = false;
-
 void driver_event() noexcept {
-  if (t_runtime_depth > 0) t_driver_seen = true;
+  ThreadState& state = t_state;
+  if (state.runtime_depth > 0) state.driver_seen = true;
 }
 
 void allocated(const CUpti_CallbackData& call, std::uint64_t address, std::uint64_t size,
@@ -212,12 +221,13 @@ constexpr int kCudaErrorMemoryAllocation = 2;
 
 // Runtime calls: only where the driver's callbacks did not see the call.
 void on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData& call) {
+  ThreadState& state = t_state;
   if (call.callbackSite == CUPTI_API_ENTER) {
-    if (t_runtime_depth++ == 0) t_driver_seen = false;
+    if (state.runtime_depth++ == 0) state.driver_seen = false;
     return;
   }
-  if (t_runtime_depth > 0 && --t_runtime_depth > 0) return;
-  if (t_driver_seen || call.functionParams == nullptr) return;
+  if (state.runtime_depth > 0 && --state.runtime_depth > 0) return;
+  if (state.driver_seen || call.functionParams == nullptr) return;
   const int device = event_device(call);
   switch (cbid) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020: {
@@ -376,7 +386,7 @@ AddressMap& traced_addresses() noexcept {
 }
 
 // Leaves the in-flight state at the end of an EXIT callback, whatever it did, and tells the call
-// observer (after the call's events).
+// observer (after the call's events) when the thread's outermost call ends.
 struct InFlightExit {
   bool exiting;
   ~InFlightExit() {
@@ -404,8 +414,10 @@ void on_driver_call(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_Callb
       case CUPTI_CB_DOMAIN_RUNTIME_API: {
         const auto& call = *static_cast<const CUpti_CallbackData*>(data);
         if (call.callbackSite == CUPTI_API_ENTER) {
-          in_flight::enter();
-          detail::notify_call_observer(true);  // before the driver charges anything
+          // Before the driver charges anything. Only the outermost call: a runtime call's driver
+          // calls (their events) are inside its ENTER and EXIT, and bracketing them again would
+          // move the observer's word twice more for nothing (`gpumem run`: two locked adds).
+          if (in_flight::enter()) detail::notify_call_observer(true);
         }
         const InFlightExit leaving{call.callbackSite == CUPTI_API_EXIT};
         return domain == CUPTI_CB_DOMAIN_DRIVER_API ? dispatch(cbid, call) : on_runtime(cbid, call);

@@ -5,22 +5,22 @@
 #include <cstdint>
 
 namespace gpumem::peak::in_flight {
+
+using detail::kDepthMask;
+using detail::kLeft;
+using detail::Slot;
+
+[[gnu::tls_model("initial-exec")]] constinit thread_local Slot* detail::t_slot = nullptr;
+
 namespace {
 
 constexpr int kSlots = 512;
-// A slot's word: calls in flight in the low 16 bits, calls left (the generation) above. Leaving
-// adds kLeft: one call fewer in flight, the generation one higher.
-constexpr std::uint64_t kDepthMask = 0xffff;
-constexpr std::uint64_t kLeft = (std::uint64_t{1} << 16) - 1;
-
-struct alignas(64) Slot {
-  std::atomic<std::uint64_t> word{0};
-};
 
 struct Table {
   Slot slots[kSlots];
-  std::atomic<int> used{0};   // slots handed out so far (never given back)
-  alignas(64) Slot overflow;  // shared by threads beyond kSlots
+  std::atomic<int> used{0};  // slots handed out so far (never given back)
+  Slot overflow;             // shared by threads beyond kSlots (its own line: Slot is aligned)
+  Table() { overflow.shared = true; }
 };
 
 Table& table() noexcept {
@@ -28,46 +28,36 @@ Table& table() noexcept {
   return *instance;
 }
 
-// No destructor (a thread_local with one misbehaves in a dlopen'ed library at exit): a slot
-// stays with its thread's memory of it, and threads beyond kSlots share the overflow counter.
-[[gnu::tls_model("initial-exec")]] thread_local Slot* t_slot = nullptr;
-
+// Threads beyond kSlots share the overflow counter.
 Slot& own_slot() noexcept {
-  if (t_slot != nullptr) [[likely]] {
-    return *t_slot;
+  if (detail::t_slot != nullptr) [[likely]] {
+    return *detail::t_slot;
   }
   Table& t = table();
   const int index = t.used.fetch_add(1, std::memory_order_relaxed);
-  t_slot = index < kSlots ? &t.slots[index] : &t.overflow;
-  return *t_slot;
+  detail::t_slot = index < kSlots ? &t.slots[index] : &t.overflow;
+  return *detail::t_slot;
 }
 
 }  // namespace
 
-void enter() noexcept {
+// A thread's first call, or every call of a thread beyond the table's slots.
+bool detail::enter_slow() noexcept {
   Slot& slot = own_slot();
-  if (&slot == &table().overflow) {
+  if (slot.shared) {
     slot.word.fetch_add(1, std::memory_order_seq_cst);
-    return;
+    return true;
   }
-  slot.word.store(slot.word.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  // The driver's charge (a later store of this thread) must not become visible before this: a
-  // release fence orders it before every later store (free on x86, one barrier on aarch64).
-  std::atomic_thread_fence(std::memory_order_release);
+  return enter();
 }
 
-bool leave() noexcept {
+bool detail::leave_slow() noexcept {
   Slot& slot = own_slot();
-  if (&slot == &table().overflow) {
-    std::uint64_t word = slot.word.load(std::memory_order_relaxed);
-    while ((word & kDepthMask) != 0 && !slot.word.compare_exchange_weak(word, word + kLeft)) {
-    }
-    return (word & kDepthMask) != 0;
+  if (!slot.shared) return leave();
+  std::uint64_t word = slot.word.load(std::memory_order_relaxed);
+  while ((word & kDepthMask) != 0 && !slot.word.compare_exchange_weak(word, word + kLeft)) {
   }
-  const std::uint64_t word = slot.word.load(std::memory_order_relaxed);
-  if ((word & kDepthMask) == 0) return false;
-  slot.word.store(word + kLeft, std::memory_order_release);
-  return true;
+  return (word & kDepthMask) != 0;
 }
 
 std::optional<std::uint64_t> quiet_generation() noexcept {
@@ -77,7 +67,7 @@ std::optional<std::uint64_t> quiet_generation() noexcept {
   const int used = std::min(t.used.load(std::memory_order_relaxed), kSlots);
   std::uint64_t generation = 0;
   for (int i = 0; i < used; ++i) {
-    if (&t.slots[i] == t_slot) continue;
+    if (&t.slots[i] == detail::t_slot) continue;
     const std::uint64_t word = t.slots[i].word.load(std::memory_order_relaxed);
     if ((word & kDepthMask) != 0) return std::nullopt;
     generation += word >> 16;

@@ -314,5 +314,33 @@ TEST(ExactSource, CallObserverBracketsEachCallsEvents) {
   EXPECT_EQ(seen, expected);
 }
 
+// A runtime call and the driver call inside it are bracketed once: the driver call's events come
+// between the runtime call's ENTER and EXIT, and each bracket is two locked adds to the shared
+// counters under `gpumem run`.
+TEST(ExactSource, CallObserverBracketsOnlyTheOutermostCall) {
+  SimGpu gpu;
+  static std::vector<std::string> seen;
+  using CudaMalloc = int (*)(void**, size_t);
+  using CudaFree = int (*)(void*);
+  using CudaSetDevice = int (*)(int);
+  auto set_device = sim_symbol<CudaSetDevice>("libcudart.so.13", "cudaSetDevice");
+  auto cuda_malloc = sim_symbol<CudaMalloc>("libcudart.so.13", "cudaMalloc");
+  auto cuda_free = sim_symbol<CudaFree>("libcudart.so.13", "cudaFree");
+  PeakCounter counter(0, Source::exact);
+  ASSERT_EQ(set_device(0), 0);
+  detail::set_event_observer(
+      [](void*, int, std::int64_t delta) { seen.push_back(std::to_string(delta)); }, nullptr);
+  detail::set_call_observer(
+      [](void*, bool entering) { seen.push_back(entering ? "enter" : "exit"); }, nullptr);
+  seen.clear();
+  void* block = nullptr;
+  ASSERT_EQ(cuda_malloc(&block, 8192), 0);
+  ASSERT_EQ(cuda_free(block), 0);
+  detail::set_call_observer(nullptr, nullptr);
+  detail::set_event_observer(nullptr, nullptr);
+  const std::vector<std::string> expected{"enter", "8192", "exit", "enter", "-8192", "exit"};
+  EXPECT_EQ(seen, expected);
+}
+
 }  // namespace
 }  // namespace gpumem

@@ -72,9 +72,10 @@ void on_event(void*, int ordinal, std::int64_t delta_bytes) {
   gpumem::run::add_event(*g_counters, device, delta_bytes);
 }
 
-// Every traced call's ENTER and EXIT, in the slot's `calls` (run_counters.hpp): the monitor
-// reconciles NVML's figure for this process only from a reading no call overlapped. An EXIT after
-// the slot was given back (at exit) has nothing to balance: the slot's next owner starts afresh.
+// Every outermost traced call's ENTER and EXIT, in the slot's `calls` (run_counters.hpp): the
+// monitor reconciles NVML's figure for this process only from a reading no call overlapped. An EXIT
+// after the slot was given back (at exit) has nothing to balance: the slot's next owner starts
+// afresh.
 void on_call(void*, bool entering) {
   ProcessSlot* slot = g_slot.load(std::memory_order_acquire);
   if (slot == nullptr) return;

@@ -21,10 +21,11 @@ using EventObserver = void (*)(void* ctx, int device, std::int64_t delta_bytes);
 void set_event_observer(EventObserver fn, void* ctx) noexcept;
 
 // Called on the calling thread at the ENTER (`entering` true) and after the EXIT (false) of every
-// driver or runtime call the exact source traces, while the CUPTI subscription is held: the
-// events of a call (EventObserver) come between the two. Balanced per thread: an EXIT whose
-// ENTER was not seen (a subscription taken mid-call) is not reported. Nested calls (a runtime
-// call and the driver calls inside it) are each reported. The `gpumem run` injection library
+// outermost driver or runtime call the exact source traces, while the CUPTI subscription is held:
+// the events of a call (EventObserver) come between the two. Balanced per thread: an EXIT whose
+// ENTER was not seen (a subscription taken mid-call) is not reported. A call nested in another
+// traced call of the same thread (the driver calls inside a runtime call) is not reported: its
+// events come between the outer call's ENTER and EXIT already. The `gpumem run` injection library
 // publishes them so that the monitor can tell an NVML reading taken while the driver's figures
 // and the events differ (a call in flight) from one it can reconcile. Same rules as
 // EventObserver: cheap, no CUDA, nullptr removes it.

@@ -61,13 +61,14 @@ inline constexpr std::uint64_t kUnknownNamespace = ~std::uint64_t{0};
 // `calls` tells the monitor whether `held` and the driver's own figures agree. The driver charges
 // an allocation (NVML shows it) before the call returns and its EXIT callback adds it to `held`,
 // and releases a block before the EXIT of its free takes it off: a reading taken in between is
-// off by the block. Every traced driver call adds 1 at its ENTER (`kCallEntered`, the low 16
-// bits: the calls in flight) and `kCallLeft` after its EXIT (one call fewer in flight, the
-// generation in the high 48 bits one higher), and so does anything else that moves `held`
-// outside a call (the slot being given back, `kCallEntered` never left). The monitor reads NVML
-// between two loads of `calls`: the reading agrees with `held` only when both loads return the
-// same value with no call in flight (`quiet_calls`), because any call that overlapped it changed
-// the word (docs/peaks.md, "Why the reconciliation cannot double count").
+// off by the block. Every traced call adds 1 at its ENTER (`kCallEntered`, the low 16 bits: the
+// calls in flight) and `kCallLeft` after its EXIT (one call fewer in flight, the generation in the
+// high 48 bits one higher), a thread's outermost call only (the driver calls inside a runtime call
+// are inside its ENTER and EXIT), and so does anything else that moves `held` outside a call (the
+// slot being given back, `kCallEntered` never left). The monitor reads NVML between two loads of
+// `calls`: the reading agrees with `held` only when both loads return the same value with no call
+// in flight (`quiet_calls`), because any call that overlapped it changed the word (docs/peaks.md,
+// "Why the reconciliation cannot double count").
 inline constexpr std::uint64_t kCallEntered = 1;
 inline constexpr std::uint64_t kCallLeft = (std::uint64_t{1} << 16) - 1;
 inline constexpr std::uint64_t kCallsInFlightMask = 0xffff;
