@@ -44,7 +44,8 @@ std::string bcrypt_at_lowest_cost(const std::string& password) {
 }
 
 // The answer of the worker's check, and the hashes crypt_r was asked about meanwhile.
-std::pair<bool, std::vector<std::string>> checked(BasicAuth& auth, const std::string& header) {
+std::pair<bool, std::vector<std::string>> checked_by_worker(BasicAuth& auth,
+                                                            const std::string& header) {
   {
     std::lock_guard lock(crypt_calls_mutex);
     crypt_calls.clear();
@@ -61,22 +62,23 @@ TEST(BasicAuthPath, AnUnknownUserCostsABcryptCheckAsAWrongPasswordDoes) {
   const std::string prometheus = bcrypt_at_lowest_cost("s3cr3t");
   BasicAuth auth({{"alice", alice}, {"prometheus", prometheus}});
   // prometheus:wrong: one bcrypt check, against prometheus' hash.
-  auto [wrong_password, wrong_password_calls] = checked(auth, "Basic cHJvbWV0aGV1czp3cm9uZw==");
+  auto [wrong_password, wrong_password_calls] =
+      checked_by_worker(auth, "Basic cHJvbWV0aGV1czp3cm9uZw==");
   EXPECT_FALSE(wrong_password);
   EXPECT_EQ(wrong_password_calls, std::vector<std::string>{prometheus});
   // nobody:s3cr3t: one bcrypt check too, against a real user's hash (not skipped, not a
   // cheaper made-up one).
-  auto [unknown, unknown_calls] = checked(auth, "Basic bm9ib2R5OnMzY3IzdA==");
+  auto [unknown, unknown_calls] = checked_by_worker(auth, "Basic bm9ib2R5OnMzY3IzdA==");
   EXPECT_FALSE(unknown);
   ASSERT_EQ(unknown_calls.size(), 1u);
   EXPECT_TRUE(unknown_calls[0] == alice || unknown_calls[0] == prometheus) << unknown_calls[0];
   // An unknown user who sends the password of the user whose hash stood in is still refused.
   auto [with_stand_in, ignored] =
-      checked(auth, unknown_calls[0] == alice ? "Basic bm9ib2R5OmFsaWNlJ3Mgc2VjcmV0"
-                                              : "Basic bm9ib2R5OnMzY3IzdA==");
+      checked_by_worker(auth, unknown_calls[0] == alice ? "Basic bm9ib2R5OmFsaWNlJ3Mgc2VjcmV0"
+                                                        : "Basic bm9ib2R5OnMzY3IzdA==");
   EXPECT_FALSE(with_stand_in);
   // The right credentials pass, through the same one check.
-  auto [right, right_calls] = checked(auth, "Basic cHJvbWV0aGV1czpzM2NyM3Q=");
+  auto [right, right_calls] = checked_by_worker(auth, "Basic cHJvbWV0aGV1czpzM2NyM3Q=");
   EXPECT_TRUE(right);
   EXPECT_EQ(right_calls, std::vector<std::string>{prometheus});
 }
