@@ -331,6 +331,38 @@ class TlsScraper(Scraper):
             connection.close()
 
 
+class CpuPressure(threading.Thread):
+    """The kernel's CPU pressure (/proc/pressure/cpu, "some": the time at least one runnable
+    task waited for a core), sampled so that each phase can say how loaded the machine was: a
+    slow scrape in a phase where others held the cores is the machine's, not the exporter's."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.stop, self.samples = threading.Event(), []
+
+    @staticmethod
+    def total():
+        try:
+            with open("/proc/pressure/cpu") as f:
+                return int(f.readline().split("total=")[1])  # microseconds
+        except (OSError, IndexError, ValueError):
+            return None
+
+    def run(self):
+        while not self.stop.is_set():
+            total = self.total()
+            if total is None:
+                return
+            self.samples.append((time.monotonic(), total))
+            self.stop.wait(0.1)
+
+    def during(self, start, end):
+        inside = [s for s in self.samples if start <= s[0] <= end]
+        if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+            return None
+        return (inside[-1][1] - inside[0][1]) / 1e6 / (inside[-1][0] - inside[0][0])
+
+
 def percentile(values, fraction):
     values = sorted(values)
     return values[min(len(values) - 1, int(fraction * len(values)))] if values else float("inf")
@@ -513,6 +545,8 @@ def main():
                 fail("over TLS with %s: status %d, expected %d" % (credentials, status, expected))
         print("TLS: no or wrong credentials get 401, the right ones 200", flush=True)
 
+        pressure = CpuPressure()
+        pressure.start()
         scraper = Scraper(plain_port)
         scraper.start()
         wait_for("the process to show", lambda: scalar(
@@ -566,7 +600,7 @@ def main():
                 flush=True)
         time.sleep(1)
         grown = rss_mib(plain.pid) - baseline
-        for thread in (scraper, fresh, tls_scraper):
+        for thread in (scraper, fresh, tls_scraper, pressure):
             thread.stop.set()
             if thread.is_alive():
                 thread.join()
@@ -581,13 +615,16 @@ def main():
                 results = source.between(start, end)
                 if who and not results:
                     continue
+                loaded = pressure.during(start, end)
+                loaded = "" if loaded is None else ", CPU pressure %.0f %%" % (100 * loaded)
                 ok = [r for r in results if r[1]]
                 success = len(ok) / len(results) if results else 0
                 p99 = percentile([r[2] for r in ok], 0.99)
                 print("%-16s %4d scrapes, %6.2f %% successful, p50 %5.1f ms, p99 %5.1f ms, "
-                      "max %6.1f ms" % (kind + who, len(results), 100 * success,
-                                        percentile([r[2] for r in ok], 0.5), p99,
-                                        max([r[2] for r in ok], default=0)), flush=True)
+                      "max %6.1f ms%s" % (kind + who, len(results), 100 * success,
+                                          percentile([r[2] for r in ok], 0.5), p99,
+                                          max([r[2] for r in ok], default=0),
+                                          "" if who else loaded), flush=True)
                 shown = 0
                 for r in results:
                     if (not r[1] or r[2] > MAX_P99_MS) and shown < 10:
@@ -596,8 +633,8 @@ def main():
                             "a slow" if r[1] else "a failed", r[0] - quiet_start, r[2],
                             ", retried on a new connection" if r[3] else ""), flush=True)
                 if success < least or p99 > MAX_P99_MS:
-                    problems.append("%s%s: %.2f %% successful, p99 %.1f ms"
-                                    % (kind, who, 100 * success, p99))
+                    problems.append("%s%s: %.2f %% successful, p99 %.1f ms%s"
+                                    % (kind, who, 100 * success, p99, loaded))
         print("exporter memory: %.1f MiB, then %+.1f MiB after the attacks" % (baseline, grown),
               flush=True)
         if grown > MAX_GROWTH_MIB:
