@@ -78,7 +78,11 @@ def test_used_is_total_minus_free_and_reserved_is_apart(sim):
 
 BAD_IDS = ["2", "7", "99", "-1", "-5", "2**40", "-2**70", "1.0", "'cpu'", "'gpu0'", "'1'",
            "'cuda:x'", "'cuda:9'", "'cuda:-1'", "object()", "[0]", "torch.device('cpu')",
-           "torch.device('cuda', 5)", "numpy.int64(-1)"]
+           "torch.device('cuda', 5)", "numpy.int64(-1)",
+           # absurd ones (issue 24): not numbers of devices, or numbers no device has
+           "float('nan')", "float('inf')", "1e300", "1j", "b'0'", "bytearray(b'0')", "'cuda:\\0'",
+           "'cuda:' + '9' * 5000", "'cuda:-99999999999999999999'", "2**64",
+           "type('Huge', (int,), {})(2**100)"]
 
 
 def test_ids_that_name_no_gpu_give_zeros_with_a_diagnostic(sim):

@@ -517,6 +517,22 @@ emit(bad=bad.data(), source=bad.source, warned=[str(w.message) for w in caught])
     assert "'cpu'" in result["warned"][0]
 
 
+def test_a_trace_of_an_absurd_device_reports_zeros(sim):
+    # Issue 24's absurd arguments: each names no device; the trace says so once and measures
+    # nothing, never fails or crashes the program.
+    result = sim.run(SETUP + """
+import warnings
+warnings.simplefilter("ignore")
+traces = [GPUMemTrace(device=d, silent=True)
+          for d in (float("nan"), 2**64, -2**63, b"0", 1j, "cuda:" + "9" * 5000)]
+held.append(allocate(5, device=0))
+emit(data=[t.data() for t in traces], sources=sorted({t.source for t in traces}))
+""")
+    assert result.returncode == 0, result.stderr
+    assert result["data"] == [[0, 0]] * 6
+    assert result["sources"] == ["none"]
+
+
 def test_the_trace_measures_the_process_footprint_context_included(sim):
     # fastai.utils.mem's first example traced from before CUDA starts, on a GPU whose contexts
     # cost 500 MB: the context shows, as it did when fastai.utils.mem read the device.

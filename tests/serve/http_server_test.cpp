@@ -148,6 +148,56 @@ TEST(HttpServer, RejectsTransferCodingsThatDoNotEndInChunked) {
       "HTTP/1.1 413 Payload Too Large");
 }
 
+// Requests whose end two parsers could place differently (request smuggling): each is refused
+// and the connection closed, so what follows it is never taken for a request.
+TEST(HttpServer, RefusesAmbiguouslyDelimitedRequestsAndCloses) {
+  RunningServer server;
+  const std::string next = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (std::string_view head : {
+           "Content-Length: 0\r\nTransfer-Encoding: chunked\r\n",
+           "Transfer-Encoding: chunked\r\nContent-Length: 0\r\n",
+           "Content-Length: 0\r\nContent-Length: 5\r\n",
+           "Content-Length: 0, 5\r\n",
+           "Content-Length: +0\r\n",
+           "Content-Length : 0\r\n",
+           "Content-Length: 0\r\n 5\r\n",  // obs-fold: "0 5"
+           "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n",
+       }) {
+    std::string response = request(
+        server.port(), "GET /metrics HTTP/1.1\r\nHost: x\r\n" + std::string(head) + "\r\n" + next);
+    EXPECT_EQ(status_line(response), "HTTP/1.1 400 Bad Request") << head;
+    // One answer, then the close: the request after it was not served.
+    EXPECT_EQ(response.find("HTTP/1.1", 1), std::string::npos) << head << response;
+    EXPECT_NE(response.find("Connection: close\r\n"), std::string::npos) << head;
+  }
+  // A folded line that makes the codings end in chunked: a body, refused as such, then closed.
+  std::string folded = request(server.port(),
+                               "GET /metrics HTTP/1.1\r\nTransfer-Encoding: gzip\r\n ,chunked\r\n"
+                               "\r\n0\r\n\r\n" +
+                                   next);
+  EXPECT_EQ(status_line(folded), "HTTP/1.1 413 Payload Too Large");
+  EXPECT_EQ(folded.find("HTTP/1.1", 1), std::string::npos) << folded;
+  EXPECT_EQ(server.stats().requests.load(), 0u);
+}
+
+// What RFC 9112 lets a server accept, and the one reading of it every parser shares: repeated
+// equal lengths are one length (6.3), a folded line is its parts joined by a space (5.2). The
+// request after each is answered on its own.
+TEST(HttpServer, TakesRepeatedEqualLengthsAndFoldedLinesAsOne) {
+  RunningServer server;
+  for (std::string_view head : {"Content-Length: 0\r\nContent-Length: 0\r\n",
+                                "Content-Length: 0, 0\r\n", "X-Folded: a\r\n b\r\n"}) {
+    RawClient client(server.port());
+    client.send("GET /metrics HTTP/1.1\r\nHost: x\r\n" + std::string(head) +
+                "\r\nGET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    std::string both = client.read_to_close();
+    EXPECT_EQ(status_line(both), "HTTP/1.1 200 OK") << head;
+    const std::size_t second = both.find("HTTP/1.1", 1);
+    ASSERT_NE(second, std::string::npos) << head << both;
+    EXPECT_EQ(status_line(both.substr(second)), "HTTP/1.1 200 OK") << head;
+  }
+}
+
 TEST(HttpServer, RefusesOversizedHeaders) {
   HttpLimits limits;
   limits.max_request_bytes = 1024;

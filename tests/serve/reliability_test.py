@@ -5,7 +5,7 @@ real Prometheus scrape it, on loopback, on the simulated GPU, in under a minute.
 Each attack runs in a child process (so that it cannot slow the scraper down through Python's
 lock) from other loopback addresses (127.0.0.10 and up: other clients), for ATTACK_SECONDS:
   slowloris   200 connections that send a request a header line per second, never ending it
-  idle        200 kept-alive connections that made one request and stay idle
+  idle        500 kept-alive connections that made one request and stay idle
   connections 1,000 connections that send nothing
   pipelined   8 connections that pipeline 2,000 requests and never read, and 4 that pipeline
               and read as fast as they can
@@ -25,7 +25,14 @@ MAX_GROWTH_MIB, and every exposition must pass `promtool check metrics`, with a 
 name the kernel cut in the middle of a UTF-8 character and hostile spool files in place.
 
 A second exporter serves over TLS with basic authentication from a web configuration file in the
-exporter toolkit's format; the same Prometheus scrapes it with a CA file and credentials.
+exporter toolkit's format; the same Prometheus scrapes it with a CA file and credentials. Last,
+for TLS_SECONDS each, attacks on its handshakes from 127.0.0.10 and up:
+  tls-garbage  200 connections sending what is not TLS (random bytes, a plain HTTP request, a
+               ClientHello cut short or followed by garbage), reopened when closed
+  tls-stalled  500 connections from 40 addresses that open TCP and send nothing or half a
+               ClientHello, never finishing the handshake
+while a third scraper scrapes it over TLS with credentials on a new connection each time (a
+handshake each, no retry): at least 95 % must succeed, with a p99 of at most 50 ms.
 
 Usage: reliability_test.py GPUMEM_EXECUTABLE SIM_DIR
 """
@@ -63,6 +70,11 @@ CLOSE_REQUEST = b"GET /metrics HTTP/1.1\r\nHost: gpumem\r\nConnection: close\r\n
 HOLD_ATTACKS = ("close-hold", "close-hold-own", "unread", "unread-own")
 HOLD_SECONDS = 4
 MIN_FRESH_SUCCESS = 0.95
+# The attacks on the TLS exporter's handshakes, and what a scraper over TLS with basic
+# authentication must still get during them.
+TLS_ATTACKS = ("tls-garbage", "tls-stalled")
+TLS_SECONDS = 4
+MIN_TLS_SUCCESS = 0.95
 
 
 def fail(message):
@@ -101,8 +113,9 @@ class Herd:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer)
             s.settimeout(1)
             s.connect(("127.0.0.1", self.port))
-            if self.greet:
-                s.sendall(self.greet)
+            greet = self.greet(i) if callable(self.greet) else self.greet
+            if greet:
+                s.sendall(greet)
             s.setblocking(False)
         except OSError:
             s.close()
@@ -162,6 +175,19 @@ def sources(first, count):
     return ["127.0.0.%d" % (first + i) for i in range(count)]
 
 
+def client_hello():
+    """The first flight of a TLS client (a ClientHello record, about 500 bytes)."""
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    client = context.wrap_bio(incoming, outgoing, server_hostname="127.0.0.1")
+    try:
+        client.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return outgoing.read()
+
+
 def attack(kind, port, seconds):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -170,7 +196,7 @@ def attack(kind, port, seconds):
         herd = Herd(port, 200, sources(10, 40), greet=b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
         herd.run(seconds, tick=lambda s: s.send(b"X-Slow: 1\r\n"), tick_every=1.0)
     elif kind == "idle":
-        herd = Herd(port, 200, sources(10, 40), greet=b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        herd = Herd(port, 500, sources(10, 40), greet=b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         herd.run(seconds)
     elif kind == "connections":
         herd = Herd(port, 1000, sources(10, 20), reopen_after=0.5)
@@ -198,6 +224,21 @@ def attack(kind, port, seconds):
         herd.run(seconds, tick=lambda s: s.send(REQUEST * 20), tick_every=0.05)
         for s in stuck.live:
             s.close()
+    elif kind == "tls-garbage":
+        # What is not TLS, sent to the TLS port: random bytes, a plain HTTP request, a
+        # ClientHello cut short or followed by garbage; a connection closed comes back at once.
+        hello = client_hello()
+        greetings = [lambda: os.urandom(1024), lambda: REQUEST, lambda: hello[:len(hello) // 2],
+                     lambda: hello[:5], lambda: hello + os.urandom(64)]
+        herd = Herd(port, 200, sources(10, 20), greet=lambda i: greetings[i % len(greetings)](),
+                    reopen_after=0.1)
+        herd.run(seconds)
+    elif kind == "tls-stalled":
+        # Handshakes that never end: TCP opened and nothing sent, or half a ClientHello.
+        half = client_hello()[:200]
+        herd = Herd(port, 500, sources(10, 40), greet=lambda i: half if i % 2 else b"",
+                    reopen_after=0.5)
+        herd.run(seconds)
     else:
         fail("unknown attack " + kind)
     print("%s: %d connections opened, %d closed by the exporter"
@@ -263,6 +304,63 @@ class FreshScraper(Scraper):
             return False
         finally:
             connection.close()
+
+
+class TlsScraper(Scraper):
+    """Scrapes over TLS with basic authentication on a new connection each time (a handshake
+    for each scrape, as Prometheus needs after a timeout): no retry, a 503 is a failure."""
+
+    def __init__(self, port, cert):
+        super().__init__(port)
+        self.context = ssl.create_default_context(cafile=cert)
+        self.headers = {"Connection": "close", "Authorization": "Basic " + base64.b64encode(
+            ("prometheus:" + PASSWORD).encode()).decode()}
+
+    def once(self):
+        self.retried = False
+        connection = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.context,
+                                                 timeout=2, source_address=("127.0.0.1", 0))
+        try:
+            connection.request("GET", "/metrics", headers=self.headers)
+            response = connection.getresponse()
+            body = response.read()
+            return response.status == 200 and b"gpumem_device_up{" in body
+        except (OSError, http.client.HTTPException):
+            return False
+        finally:
+            connection.close()
+
+
+class CpuPressure(threading.Thread):
+    """The kernel's CPU pressure (/proc/pressure/cpu, "some": the time at least one runnable
+    task waited for a core), sampled so that each phase can say how loaded the machine was: a
+    slow scrape in a phase where others held the cores is the machine's, not the exporter's."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.stop, self.samples = threading.Event(), []
+
+    @staticmethod
+    def total():
+        try:
+            with open("/proc/pressure/cpu") as f:
+                return int(f.readline().split("total=")[1])  # microseconds
+        except (OSError, IndexError, ValueError):
+            return None
+
+    def run(self):
+        while not self.stop.is_set():
+            total = self.total()
+            if total is None:
+                return
+            self.samples.append((time.monotonic(), total))
+            self.stop.wait(0.1)
+
+    def during(self, start, end):
+        inside = [s for s in self.samples if start <= s[0] <= end]
+        if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+            return None
+        return (inside[-1][1] - inside[0][1]) / 1e6 / (inside[-1][0] - inside[0][0])
 
 
 def percentile(values, fraction):
@@ -447,6 +545,8 @@ def main():
                 fail("over TLS with %s: status %d, expected %d" % (credentials, status, expected))
         print("TLS: no or wrong credentials get 401, the right ones 200", flush=True)
 
+        pressure = CpuPressure()
+        pressure.start()
         scraper = Scraper(plain_port)
         scraper.start()
         wait_for("the process to show", lambda: scalar(
@@ -476,9 +576,31 @@ def main():
             print("%s: the exporter used %.0f %% of a core" % (
                 kind, 100 * (cpu_seconds(plain.pid) - cpu) / (time.monotonic() - start)),
                 flush=True)
+        # The TLS exporter's handshakes, while a scraper scrapes it over TLS. The scraper on a new
+        # connection for each scrape of the other exporter has done its job: stopped, so that
+        # the scrapers' process (one interpreter lock) does not starve the TLS one.
+        fresh.stop.set()
+        if fresh.is_alive():
+            fresh.join()
+        tls_scraper = TlsScraper(secure_port, cert)
+        for kind in TLS_ATTACKS:
+            if chosen is not None and kind not in chosen:
+                continue
+            if not tls_scraper.is_alive():
+                tls_scraper.start()
+                start = time.monotonic()
+                time.sleep(1)
+                phases.append(("quiet-tls", start, time.monotonic()))
+            start, cpu = time.monotonic(), cpu_seconds(secure.pid)
+            subprocess.run([sys.executable, __file__, "--attack", kind, str(secure_port),
+                            str(TLS_SECONDS)], check=True, timeout=TLS_SECONDS + 30)
+            phases.append((kind, start, time.monotonic()))
+            print("%s: the TLS exporter used %.0f %% of a core" % (
+                kind, 100 * (cpu_seconds(secure.pid) - cpu) / (time.monotonic() - start)),
+                flush=True)
         time.sleep(1)
         grown = rss_mib(plain.pid) - baseline
-        for thread in (scraper, fresh):
+        for thread in (scraper, fresh, tls_scraper, pressure):
             thread.stop.set()
             if thread.is_alive():
                 thread.join()
@@ -488,17 +610,21 @@ def main():
             # The kept-alive scraper throughout; the one that connects for each scrape too once
             # it runs, against a lower bar (a scrape it loses is not retried).
             for who, source, least in (("", scraper, MIN_SUCCESS),
-                                       ("  fresh", fresh, MIN_FRESH_SUCCESS)):
+                                       ("  fresh", fresh, MIN_FRESH_SUCCESS),
+                                       ("  tls", tls_scraper, MIN_TLS_SUCCESS)):
                 results = source.between(start, end)
                 if who and not results:
                     continue
+                loaded = pressure.during(start, end)
+                loaded = "" if loaded is None else ", CPU pressure %.0f %%" % (100 * loaded)
                 ok = [r for r in results if r[1]]
                 success = len(ok) / len(results) if results else 0
                 p99 = percentile([r[2] for r in ok], 0.99)
                 print("%-16s %4d scrapes, %6.2f %% successful, p50 %5.1f ms, p99 %5.1f ms, "
-                      "max %6.1f ms" % (kind + who, len(results), 100 * success,
-                                        percentile([r[2] for r in ok], 0.5), p99,
-                                        max([r[2] for r in ok], default=0)), flush=True)
+                      "max %6.1f ms%s" % (kind + who, len(results), 100 * success,
+                                          percentile([r[2] for r in ok], 0.5), p99,
+                                          max([r[2] for r in ok], default=0),
+                                          "" if who else loaded), flush=True)
                 shown = 0
                 for r in results:
                     if (not r[1] or r[2] > MAX_P99_MS) and shown < 10:
@@ -507,8 +633,8 @@ def main():
                             "a slow" if r[1] else "a failed", r[0] - quiet_start, r[2],
                             ", retried on a new connection" if r[3] else ""), flush=True)
                 if success < least or p99 > MAX_P99_MS:
-                    problems.append("%s%s: %.2f %% successful, p99 %.1f ms"
-                                    % (kind, who, 100 * success, p99))
+                    problems.append("%s%s: %.2f %% successful, p99 %.1f ms%s"
+                                    % (kind, who, 100 * success, p99, loaded))
         print("exporter memory: %.1f MiB, then %+.1f MiB after the attacks" % (baseline, grown),
               flush=True)
         if grown > MAX_GROWTH_MIB:
