@@ -67,7 +67,7 @@ struct OtherProcess {
 
 // The device a snapshot is of, as the document's `devices` names it.
 struct SnapshotDevice {
-  int device = 0;  // CUDA ordinal
+  int device = 0;    // CUDA ordinal
   std::string uuid;  // empty where it could not be read
   std::string name;
   std::uint64_t total_bytes = 0;

@@ -168,7 +168,7 @@ std::optional<std::uint64_t> gpu_mem_get_used_bytes_fast(const GpuHandle& handle
  */
 struct MaxFreeMemory {
   std::optional<int> device;  ///< CUDA ordinal; nullopt without GPUs
-  std::int64_t free = 0;  ///< MB
+  std::int64_t free = 0;      ///< MB
   friend bool operator==(const MaxFreeMemory&, const MaxFreeMemory&) = default;
 };
 /// @return the device with the most free memory, and that memory in MB
