@@ -30,6 +30,9 @@ Marker keys (values may be quoted, shell-like):
   groups=REGEX     the output's parts that start with a line matching REGEX may come in any
                    order (processes that finish together); they are compared sorted
   setup=CODE       Python only: run before the statements, its output not shown
+  needs=userns     runs only where unprivileged user namespaces work (`unshare -Uru true`):
+                   tests/cli/launchers/fake-srun names each node through one; elsewhere (a
+                   chroot, a locked-down container) the example is not run, and says why
   python           the block is Python (implied by ">>> " lines)
 
 Commands run in a fresh temporary folder with this build's binaries first on PATH (<build>/bin,
@@ -110,7 +113,7 @@ def parse_marker(text: str) -> tuple[dict, str | None]:
             options["python"] = True
         elif key in ("env", "bg", "copy") and eq:
             options[key].append(value)
-        elif key in ("sim", "dir", "setup", "volatile", "groups") and eq:
+        elif key in ("sim", "dir", "setup", "volatile", "groups", "needs") and eq:
             options[key] = value
         else:
             raise ValueError(f"unknown marker option {word!r}")
@@ -488,6 +491,14 @@ def columns(example: Example) -> int:
     return int(settings.get("COLUMNS", 80))
 
 
+def user_namespaces() -> bool:
+    """Whether this process may make a user namespace (fake-srun's node names need one)."""
+    try:
+        return subprocess.run(["unshare", "-Uru", "true"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
 def process_file(path: Path, context: Context, update: bool, has_python: bool, tally: Tally) -> None:
     lines, examples = find_examples(path)
     shared: dict[str, Path] = {}
@@ -505,6 +516,10 @@ def process_file(path: Path, context: Context, update: bool, has_python: bool, t
                 continue
             if example.python and not has_python:
                 print(f"{name}: not run here: this build has no Python package")
+                tally.skipped += 1
+                continue
+            if example.options.get("needs") == "userns" and not user_namespaces():
+                print(f"{name}: not run here: no user namespaces (unshare -Uru true fails)")
                 tally.skipped += 1
                 continue
             tally.ran += 1

@@ -67,6 +67,25 @@ TEST(AttributionTable, NamesTheStacksHoldingTheMostAtThePeak) {
       << table;
 }
 
+// The C runtime under main says nothing: named (_start, __libc_start_main) or, without the C
+// library's debug symbols, a frame of libc.so.6 that has no name. A libc frame above main (a
+// callback from qsort) is the program's own path, and stays.
+TEST(AttributionTable, TheCRuntimeUnderMainIsLeftOutOfTheCallers) {
+  DocumentBuilder doc;
+  const std::size_t alloc = doc.frame("alloc", "a.cpp", 3);
+  const std::size_t compare = doc.frame("compare", "a.cpp", 9);
+  const std::size_t qsort = doc.unsymbolized_frame("/lib/x86_64-linux-gnu/libc.so.6", "0x3f1a0");
+  const std::size_t main = doc.frame("main", "a.cpp", 20);
+  const std::size_t call_main =
+      doc.unsymbolized_frame("/lib/x86_64-linux-gnu/libc.so.6", "0x2724a");
+  const std::size_t start_main = doc.frame("__libc_start_main", "", 0);
+  const std::size_t start = doc.frame("_start", "", 0);
+  const std::size_t stack = doc.stack({alloc, compare, qsort, main, call_main, start_main, start});
+  doc.block(doc.snapshot("peak", kMiB), kMiB, static_cast<long long>(stack));
+  const attr::Document document = read(doc);
+  EXPECT_EQ(attr::callers(document, document.stacks[0], " < "), "compare < 0x3f1a0 < main");
+}
+
 TEST(AttributionTable, TopNGathersTheRestInOneRow) {
   const attr::Document document = read(known_document());
   const std::string table = attr::top_table(document, document.snapshots[0], 2, {});

@@ -72,17 +72,26 @@ constexpr std::size_t kCallersShown = 3;
 }  // namespace
 
 // The C runtime's frames under main (_start, __libc_start_main…): under every stack, telling
-// nothing, so left out of the callers.
-bool runtime_entry(const std::string& function) {
-  return function == "_start" || function.starts_with("__libc_start");
+// nothing, so left out of the callers. Without the C library's debug symbols (Debian's
+// libc6-dbg) its local functions (__libc_start_call_main) have no name: below main, a frame of
+// the C library that was not symbolized is the runtime's too.
+bool runtime_entry(const Frame& frame, bool below_main) {
+  if (frame.function)
+    return *frame.function == "_start" || frame.function->starts_with("__libc_start");
+  if (!below_main || !frame.module) return false;
+  const std::size_t slash = frame.module->rfind('/');
+  const std::string file = frame.module->substr(slash == std::string::npos ? 0 : slash + 1);
+  return file.starts_with("libc.so") || file.starts_with("libc-");
 }
 
 std::string callers(const Document& document, const std::vector<std::size_t>& stack,
                     const std::string& arrow) {
   std::vector<std::string> names;
+  bool below_main = false;
   for (std::size_t depth = 1; depth < stack.size(); ++depth) {
-    std::string name = frame_function(document.frames[stack[depth]]);
-    if (!runtime_entry(name)) names.push_back(std::move(name));
+    const Frame& frame = document.frames[stack[depth]];
+    if (!runtime_entry(frame, below_main)) names.push_back(frame_function(frame));
+    below_main = below_main || frame.function == "main";
   }
   std::string text;
   for (std::size_t at = 0; at < names.size() && at < kCallersShown; ++at)

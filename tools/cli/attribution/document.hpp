@@ -42,9 +42,10 @@ std::string frame_label(const Frame& frame);
 // Only the function's name, or "??" / the address when not symbolized.
 std::string frame_function(const Frame& frame);
 
-// The C runtime's frames under main (_start, __libc_start_main…): under every stack, telling
-// nothing, so left out of the callers.
-bool runtime_entry(const std::string& function);
+// The C runtime's frames under main (_start, __libc_start_main…, and `below_main` the C
+// library's frames it could not name): under every stack, telling nothing, so left out of the
+// callers.
+bool runtime_entry(const Frame& frame, bool below_main);
 // The callers of a stack's innermost frame, outward, joined by `arrow`: the first three, then
 // "(N more)"; the C runtime's frames left out.
 std::string callers(const Document& document, const std::vector<std::size_t>& stack,
