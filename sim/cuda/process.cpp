@@ -7,6 +7,17 @@
 #include <map>
 #include <new>
 
+#if defined(__SANITIZE_THREAD__)
+#define GPUMEM_SIM_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GPUMEM_SIM_TSAN 1
+#endif
+#endif
+#ifdef GPUMEM_SIM_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
 #include "core/visible_devices.hpp"
 #include "driver/abi/cupti.hpp"
 #include "trace_hook.hpp"
@@ -69,6 +80,12 @@ void child_after_fork() {
   // A recursive mutex remembers its owner by thread id, and the child's thread has a new one:
   // unlocking would fail (EPERM, ignored) and leave it held, so that the child's own next fork
   // (or context call) waits forever. The child is single-threaded: a fresh mutex is exact.
+#ifdef GPUMEM_SIM_TSAN
+  // ThreadSanitizer saw prepare_fork() lock it and must see it let go, or it takes every lock the
+  // child takes afterwards as taken under this one (a lock-order inversion that is not there).
+  __tsan_mutex_pre_unlock(&d.context_mutex, 0);
+  __tsan_mutex_post_unlock(&d.context_mutex, 0);
+#endif
   new (&d.context_mutex) std::recursive_mutex;
   modules_after_fork();
   vmm_after_fork();
