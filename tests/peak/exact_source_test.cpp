@@ -182,16 +182,22 @@ TEST(ExactSource, ManagedMemoryIsKeptApart) {
   EXPECT_EQ(peak_delta(counter), 0);
 }
 
+// The simulated runtime's cudaSetDevice, cudaMalloc and cudaFree.
+struct SimRuntime {
+  int (*set_device)(int) = sim_symbol<int (*)(int)>("libcudart.so.13", "cudaSetDevice");
+  int (*malloc)(void**, size_t) = sim_symbol<int (*)(void**, size_t)>("libcudart.so.13",
+                                                                      "cudaMalloc");
+  int (*free)(void*) = sim_symbol<int (*)(void*)>("libcudart.so.13", "cudaFree");
+};
+
 TEST(ExactSource, RuntimeAllocationCountsOnce) {
   SimGpu gpu;
   PeakCounter counter(0, Source::exact);
   ASSERT_EQ(counter.source(), Source::exact);
-  using CudaMalloc = int (*)(void**, size_t);
-  using CudaFree = int (*)(void*);
-  using CudaSetDevice = int (*)(int);
-  auto set_device = sim_symbol<CudaSetDevice>("libcudart.so.13", "cudaSetDevice");
-  auto cuda_malloc = sim_symbol<CudaMalloc>("libcudart.so.13", "cudaMalloc");
-  auto cuda_free = sim_symbol<CudaFree>("libcudart.so.13", "cudaFree");
+  const SimRuntime runtime;
+  const auto set_device = runtime.set_device;
+  const auto cuda_malloc = runtime.malloc;
+  const auto cuda_free = runtime.free;
   ASSERT_EQ(set_device(0), 0);
   void* block = nullptr;
   ASSERT_EQ(cuda_malloc(&block, 6 * MiB), 0);
@@ -320,12 +326,10 @@ TEST(ExactSource, CallObserverBracketsEachCallsEvents) {
 TEST(ExactSource, CallObserverBracketsOnlyTheOutermostCall) {
   SimGpu gpu;
   static std::vector<std::string> seen;
-  using CudaMalloc = int (*)(void**, size_t);
-  using CudaFree = int (*)(void*);
-  using CudaSetDevice = int (*)(int);
-  auto set_device = sim_symbol<CudaSetDevice>("libcudart.so.13", "cudaSetDevice");
-  auto cuda_malloc = sim_symbol<CudaMalloc>("libcudart.so.13", "cudaMalloc");
-  auto cuda_free = sim_symbol<CudaFree>("libcudart.so.13", "cudaFree");
+  const SimRuntime runtime;
+  const auto set_device = runtime.set_device;
+  const auto cuda_malloc = runtime.malloc;
+  const auto cuda_free = runtime.free;
   PeakCounter counter(0, Source::exact);
   ASSERT_EQ(set_device(0), 0);
   detail::set_event_observer(

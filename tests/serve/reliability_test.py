@@ -557,6 +557,24 @@ def main():
         time.sleep(1)
         phases = [("quiet", quiet_start, time.monotonic())]
         # GPUMEM_RELIABILITY_ATTACKS=a,b runs only those (while working on one).
+        def start_quietly(scraper, phase):
+            """Starts a scraper and lets it scrape a quiet second first, as a phase of its own."""
+            scraper.start()
+            start = time.monotonic()
+            time.sleep(1)
+            phases.append((phase, start, time.monotonic()))
+
+        def attack_phase(kind, exporter, port, seconds, name):
+            """One attack on `port` from a process of its own, as a phase, with the CPU the
+            exporter used meanwhile."""
+            start, cpu = time.monotonic(), cpu_seconds(exporter.pid)
+            subprocess.run([sys.executable, __file__, "--attack", kind, str(port), str(seconds)],
+                           check=True, timeout=seconds + 30)
+            phases.append((kind, start, time.monotonic()))
+            print("%s: %s used %.0f %% of a core" % (
+                kind, name, 100 * (cpu_seconds(exporter.pid) - cpu) / (time.monotonic() - start)),
+                flush=True)
+
         chosen = os.environ.get("GPUMEM_RELIABILITY_ATTACKS")
         chosen = chosen.split(",") if chosen else None
         fresh = FreshScraper(plain_port)
@@ -565,17 +583,8 @@ def main():
                 continue
             seconds = HOLD_SECONDS if kind in HOLD_ATTACKS else ATTACK_SECONDS
             if kind in HOLD_ATTACKS and not fresh.is_alive():
-                fresh.start()
-                start = time.monotonic()
-                time.sleep(1)
-                phases.append(("quiet-fresh", start, time.monotonic()))
-            start, cpu = time.monotonic(), cpu_seconds(plain.pid)
-            subprocess.run([sys.executable, __file__, "--attack", kind, str(plain_port),
-                            str(seconds)], check=True, timeout=seconds + 30)
-            phases.append((kind, start, time.monotonic()))
-            print("%s: the exporter used %.0f %% of a core" % (
-                kind, 100 * (cpu_seconds(plain.pid) - cpu) / (time.monotonic() - start)),
-                flush=True)
+                start_quietly(fresh, "quiet-fresh")
+            attack_phase(kind, plain, plain_port, seconds, "the exporter")
         # The TLS exporter's handshakes, while a scraper scrapes it over TLS. The scraper on a new
         # connection for each scrape of the other exporter has done its job: stopped, so that
         # the scrapers' process (one interpreter lock) does not starve the TLS one.
@@ -587,17 +596,8 @@ def main():
             if chosen is not None and kind not in chosen:
                 continue
             if not tls_scraper.is_alive():
-                tls_scraper.start()
-                start = time.monotonic()
-                time.sleep(1)
-                phases.append(("quiet-tls", start, time.monotonic()))
-            start, cpu = time.monotonic(), cpu_seconds(secure.pid)
-            subprocess.run([sys.executable, __file__, "--attack", kind, str(secure_port),
-                            str(TLS_SECONDS)], check=True, timeout=TLS_SECONDS + 30)
-            phases.append((kind, start, time.monotonic()))
-            print("%s: the TLS exporter used %.0f %% of a core" % (
-                kind, 100 * (cpu_seconds(secure.pid) - cpu) / (time.monotonic() - start)),
-                flush=True)
+                start_quietly(tls_scraper, "quiet-tls")
+            attack_phase(kind, secure, secure_port, TLS_SECONDS, "the TLS exporter")
         time.sleep(1)
         grown = rss_mib(plain.pid) - baseline
         for thread in (scraper, fresh, tls_scraper, pressure):
