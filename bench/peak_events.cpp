@@ -13,6 +13,7 @@
 #include "callback_pair.hpp"
 #include "driver/abi/cupti.hpp"
 #include "gpumem/internal/event_observer.hpp"
+#include "gpumem/internal/exact_ledger.hpp"
 #include "gpumem/internal/run_counters.hpp"
 #include "gpumem/memory.hpp"
 #include "gpumem/trace.hpp"
@@ -87,19 +88,18 @@ void BM_ExactCallbacks(benchmark::State& state) {
 }
 BENCHMARK(BM_ExactCallbacks)->ArgName("live_counters")->Arg(0)->Arg(64)->Threads(1)->Threads(2);
 
-// The same path in a process under `gpumem run`: the injection library's observers
-// (tools/inject/inject.cpp) also add each event to the process's slot (`held`) and the device's
-// level and peak in the shared counters, and mark each call's ENTER and EXIT in the slot's
-// `calls` word. Here observers doing that same work on a private copy of the file stand in for
-// them; the difference from BM_ExactCallbacks is what the second set of counters costs.
+// The same path in a process under `gpumem run`: the injection library places the exact source's
+// ledger in the process's slot of the shared counters (exact_ledger.hpp), with a mirror that adds
+// each event to the device's level and peak there first, and marks each call's ENTER and EXIT in
+// the slot's `calls` word (tools/inject/inject.cpp). Here the same placement and observers work
+// on a private copy of the file: the difference from BM_ExactCallbacks is what the run's device
+// level and the `calls` word cost, each event moving the ledger once.
 gpumem::run::RunCounters* run_counters() {
   static auto* const counters = new gpumem::run::RunCounters{};  // zeroed, as the file starts
   return counters;
 }
-void injected_event(void*, int, std::int64_t delta) {
-  gpumem::run::RunCounters& counters = *run_counters();
-  counters.processes[0].held[0].fetch_add(delta, std::memory_order_release);
-  gpumem::run::add_event(counters, 0, delta);
+void injected_event(void*, int, std::int64_t delta) noexcept {
+  gpumem::run::add_event(*run_counters(), 0, delta);
 }
 void injected_call(void*, bool entering) {
   run_counters()->processes[0].calls.fetch_add(
@@ -108,14 +108,16 @@ void injected_call(void*, bool entering) {
 void BM_InjectedCallbacks(benchmark::State& state) {
   static std::atomic<std::uint64_t> next_address{1ull << 41};
   if (state.thread_index() == 0) {
-    gpumem::detail::set_event_observer(injected_event, nullptr);
+    gpumem::detail::place_exact_ledger(
+        {run_counters()->processes[0].ledger, injected_event, nullptr},
+        gpumem::detail::LedgerStart::carry);
     gpumem::detail::set_call_observer(injected_call, nullptr);
   }
   bench::CallbackPair pair(next_address.fetch_add(1ull << 30));
   for (auto _ : state) pair();
   per_event(state, state.iterations() * 2);
   if (state.thread_index() == 0) {
-    gpumem::detail::set_event_observer(nullptr, nullptr);
+    gpumem::detail::unplace_exact_ledger();
     gpumem::detail::set_call_observer(nullptr, nullptr);
   }
 }

@@ -38,8 +38,9 @@ ROOMS = {
     # The engine of `gpumem run`: the file it shares with the processes it measures (stamped with
     # the support room's clock), the monitor that samples NVML through the queries and the
     # devices' identities (driver: UUIDs), matches pids and reads ranks through procfs, and
-    # combines the processes' attribution documents.
-    "run": ["query", "attribution", "procfs"],
+    # combines the processes' attribution documents. Each process's part of the file is its exact
+    # ledger, the peak room's words (exact_ledger.hpp).
+    "run": ["peak", "query", "attribution", "procfs"],
     # The sampler reads memory through query's gpu_handle/gpu_mem_get_*, the footprint and the
     # out-of-memory record ask it for devices and their processes: the engine stands on the
     # queries, which know nothing of peaks. An out-of-memory record names the other processes
@@ -78,12 +79,14 @@ SEAMS = {
     "diagnostics_log.hpp": ["support"],
     "environment.hpp": ["support"],  # header-only: the support room's environment reading
     "event_observer.hpp": ["peak"],
+    "exact_ledger.hpp": ["peak"],  # where the exact source keeps each ordinal's level
     "exact_source.hpp": ["peak"],
     "procfs.hpp": ["procfs"],
     "process_list.hpp": ["query"],
     "run_attribution.hpp": ["peak"],
     "run_counters.hpp": ["run"],
     "run_engine.hpp": ["run"],  # the engine of gpumem run: the command launches, it measures
+    "run_process.hpp": ["run"],  # the measured side: a CUDA process joins the run
     "run_rank.hpp": ["run"],
     "run_result.hpp": ["run"],  # what a run measured and its headline figure
     "run_timeline.hpp": ["run"],

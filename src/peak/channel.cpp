@@ -5,9 +5,11 @@
 namespace gpumem::peak {
 
 void Channel::set_level(std::int64_t level) noexcept {
-  std::uint64_t word = word_.load(std::memory_order_relaxed);
+  // An absolute source (a sampler's channel) is never placed: the mirror sees deltas only.
+  std::atomic<std::uint64_t>& target = this->word();
+  std::uint64_t word = target.load(std::memory_order_relaxed);
   std::uint64_t next = with_level(word, level);
-  while (!word_.compare_exchange_weak(word, next, std::memory_order_relaxed)) {
+  while (!target.compare_exchange_weak(word, next, std::memory_order_relaxed)) {
     next = with_level(word, level);
   }
   settle({next});
@@ -36,7 +38,7 @@ void Channel::settle_late(Step step) noexcept {
 std::int64_t Channel::checkpoint() {
   // One read-modify-write of the level word splits the events exactly: those before it belong
   // to the ending epoch, those after to the new one.
-  const std::uint64_t before = word_.fetch_add(kTagOne, std::memory_order_relaxed);
+  const std::uint64_t before = word().fetch_add(kTagOne, std::memory_order_relaxed);
   ++epoch_;
   const std::int64_t current = level_of(before);
   const std::uint64_t ended =
@@ -44,6 +46,16 @@ std::int64_t Channel::checkpoint() {
   const std::int64_t ended_peak = std::max(level_of(ended), current);
   for (CounterSlot* slot : live_) slot->folded_peak = std::max(slot->folded_peak, ended_peak);
   return current;
+}
+
+void Channel::place(const Home* home, bool carry_level, bool locked) noexcept {
+  std::unique_lock lock(control_, std::defer_lock);
+  if (locked) lock.lock();
+  std::atomic<std::uint64_t>* target = home != nullptr ? home->word : &word_;
+  const std::uint64_t now = word().load(std::memory_order_relaxed);
+  target->store(carry_level ? now : with_level(now, 0), std::memory_order_relaxed);
+  if (home != nullptr) placed_.store(home, std::memory_order_release);
+  level_.store(target, std::memory_order_release);
 }
 
 void Channel::attach(CounterSlot& slot) {
@@ -76,7 +88,7 @@ LevelReading Channel::read(const CounterSlot& slot) {
   const std::lock_guard lock(control_);
   // Under the mutex both words carry the running epoch's tag. An event may have moved the level
   // without having raised the epoch peak yet: including the level keeps peak >= current.
-  const std::int64_t current = level_of(word_.load(std::memory_order_relaxed));
+  const std::int64_t current = level_of(word().load(std::memory_order_relaxed));
   const std::int64_t epoch = level_of(peak_.load(std::memory_order_relaxed));
   return {slot.start_level, current, std::max({slot.folded_peak, epoch, current})};
 }

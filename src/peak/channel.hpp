@@ -16,7 +16,16 @@
 // peak (it was preempted between its two atomics) finds a different tag and folds its level
 // under the control mutex into exactly the counters that were live in its epoch (rare).
 //
-// Memory orders: every atomic here is relaxed. No thread infers anything about one atomic from
+// Where the level lives: the channel's own word, or a word a ledger placed elsewhere (`gpumem run`
+// places the exact stream's in the shared counters file, exact_ledger.hpp), with a mirror that is
+// told each delta before the placed word moves. An event that moves a placed word always calls a
+// mirror first, even one that raced the word's return home.
+//
+// Memory orders: every atomic here is relaxed but two. Where the level is (level_) is loaded with
+// acquire, so that a placed word is seen with the level it was given. An event's move of the level
+// is a release: a reader in another process that sees the level an event reached sees what the
+// event's thread did before it (`gpumem run`'s monitor: the call's ENTER, docs/peaks.md); on x86 a
+// locked add is that already. Within the process, no thread infers anything about one atomic from
 // another without the control mutex: the level word and the peak word are each only
 // read-modified-written (one total order per word, and a read-modify-write reads the latest
 // value), and counters' stored state is touched only under the mutex. Coherence alone then
@@ -46,6 +55,16 @@ struct LevelReading {
 
 class alignas(64) Channel {
  public:
+  // Told each delta of a placed level before the word moves (key: the placement's own name for
+  // this channel, a CUDA ordinal).
+  using Mirror = void (*)(void* ctx, int key, std::int64_t delta) noexcept;
+  struct Home {
+    std::atomic<std::uint64_t>* word;
+    Mirror mirror;  // never nullptr
+    void* ctx;
+    int key;
+  };
+
   // Levels are bytes in [-kLevelRange, kLevelRange): ±32 TiB.
   static constexpr int kLevelBits = 46;
   static constexpr std::int64_t kLevelRange = std::int64_t{1} << (kLevelBits - 1);
@@ -63,7 +82,14 @@ class alignas(64) Channel {
   }
   // An event in its two halves, as add() does it: move the level, then raise the epoch peak.
   Step move(std::int64_t delta) noexcept {
-    return {word_.fetch_add(static_cast<std::uint64_t>(delta), std::memory_order_relaxed) +
+    std::atomic<std::uint64_t>* level = level_.load(std::memory_order_acquire);
+    if (level != &word_) [[unlikely]] {
+      // Placed: the home that placed `level` or a later one (placed_ is stored before level_,
+      // and never cleared), whose mirror hears every delta of every word placed.
+      const Home* home = placed_.load(std::memory_order_acquire);
+      home->mirror(home->ctx, home->key, delta);
+    }
+    return {level->fetch_add(static_cast<std::uint64_t>(delta), std::memory_order_release) +
             static_cast<std::uint64_t>(delta)};
   }
   void settle(Step step) noexcept {
@@ -76,9 +102,22 @@ class alignas(64) Channel {
   }
   // The hot path of an absolute source (a sampler): the level is now `level`.
   void set_level(std::int64_t level) noexcept;
-  std::int64_t level() const noexcept { return level_of(word_.load(std::memory_order_relaxed)); }
+  std::int64_t level() const noexcept { return level_of(word().load(std::memory_order_relaxed)); }
   // The level an event's step reached.
   static std::int64_t level(Step step) noexcept { return level_of(step.word); }
+
+  // The level a word of this format holds (a placed word, read by another process).
+  static std::int64_t level_of_word(std::uint64_t word) noexcept { return level_of(word); }
+  // The same word with its level set to 0 (its tag kept).
+  static std::uint64_t emptied(std::uint64_t word) noexcept { return with_level(word, 0); }
+
+  // Moves the level to `home` (nullptr: back to the channel's own word). The new word starts at
+  // the level the channel had (`carry_level`) or at 0, with the running epoch's tag. `home` must
+  // outlive every event: it is never freed. An event that already loaded the old word finishes
+  // there (a placement is made before events start, and taken back as the process exits).
+  // `locked`: under the control mutex; false only in a forked child, whose only thread must not
+  // wait for a mutex a parent's thread held at the fork.
+  void place(const Home* home, bool carry_level, bool locked = true) noexcept;
 
   // Control operations: each takes the control mutex and costs O(live counters).
   void attach(CounterSlot& slot);
@@ -106,9 +145,14 @@ class alignas(64) Channel {
   // Ends the epoch: folds its peak into every live counter and starts a new one at the current
   // level, which it returns. Requires control_.
   std::int64_t checkpoint();
+  std::atomic<std::uint64_t>& word() const noexcept {
+    return *level_.load(std::memory_order_acquire);
+  }
 
-  std::atomic<std::uint64_t> word_{kBias};  // tag 0, level 0
-  std::atomic<std::uint64_t> peak_{kBias};  // tag 0, peak 0
+  std::atomic<std::uint64_t> word_{kBias};  // tag 0, level 0: the level, unless placed elsewhere
+  std::atomic<std::atomic<std::uint64_t>*> level_{&word_};  // where the level is: word_ or placed
+  std::atomic<std::uint64_t> peak_{kBias};                  // tag 0, peak 0
+  std::atomic<const Home*> placed_{nullptr};                // the last placement, never cleared
   std::mutex control_;
   std::uint64_t epoch_ = 0;  // the full epoch number; the tags are its low bits
   std::vector<CounterSlot*> live_;

@@ -9,7 +9,6 @@
 
 namespace gpumem::detail {
 
-std::atomic<const Observer*> g_event_observer{nullptr};
 std::atomic<const CallWatcher*> g_call_observer{nullptr};
 
 namespace {
@@ -32,10 +31,6 @@ void replace(std::atomic<const Entry*>& current, const Entry* next) noexcept {
 }
 
 }  // namespace
-
-void set_event_observer(EventObserver fn, void* ctx) noexcept {
-  replace(g_event_observer, fn == nullptr ? nullptr : new (std::nothrow) Observer{fn, ctx});
-}
 
 void set_call_observer(CallObserver fn, void* ctx) noexcept {
   replace(g_call_observer, fn == nullptr ? nullptr : new (std::nothrow) CallWatcher{fn, ctx});

@@ -1,5 +1,5 @@
-// The exact source's side of event_observer.hpp: inline, because every event and every traced
-// call asks, and with no observer set (a plain trace) the asking should cost one load.
+// The exact source's side of event_observer.hpp: inline, because every traced call asks, and
+// with no observer set (a plain trace) the asking should cost one load.
 #pragma once
 
 #include <atomic>
@@ -9,26 +9,15 @@
 
 namespace gpumem::detail {
 
-struct Observer {
-  EventObserver fn;
-  void* ctx;
-};
 struct CallWatcher {
   CallObserver fn;
   void* ctx;
 };
 
-// One pointer each, so that a function and its context always change together. Replaced ones
-// are never freed: an event may still be calling one (event_observer.cpp).
-extern std::atomic<const Observer*> g_event_observer;
+// One pointer, so that a function and its context always change together. Replaced ones
+// are never freed: a call may still be calling one (event_observer.cpp).
 extern std::atomic<const CallWatcher*> g_call_observer;
 
-// Calls the observer, if one is set.
-inline void notify_event_observer(int device, std::int64_t delta_bytes) noexcept {
-  if (const Observer* observer = g_event_observer.load(std::memory_order_acquire)) {
-    observer->fn(observer->ctx, device, delta_bytes);
-  }
-}
 // Calls the call observer, if one is set.
 inline void notify_call_observer(bool entering) noexcept {
   if (const CallWatcher* observer = g_call_observer.load(std::memory_order_acquire)) {

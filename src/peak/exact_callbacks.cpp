@@ -397,12 +397,12 @@ struct InFlightExit {
 void account_exact(int device, std::int64_t delta, const attribution::BlockEvent* event) noexcept {
   Channel* target = channel(Stream::exact, device);
   if (target == nullptr || (delta == 0 && event == nullptr)) return;
+  // A placed ledger's mirror hears the delta inside the channel's move (exact_ledger.hpp).
   if (attribution::active()) {
     attribution::record(*target, device, delta, event);
   } else if (delta != 0) {
     target->add(delta);
   }
-  if (delta != 0) detail::notify_event_observer(device, delta);
 }
 
 void on_driver_call(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,

@@ -341,9 +341,10 @@ std::unordered_map<ProcessKey, RunMonitor::SlotReading, ProcessKeyHash> RunMonit
     const std::int32_t pid = slot.pid.load(std::memory_order_acquire);
     const std::uint64_t pid_namespace = slot.pid_namespace.load(std::memory_order_acquire);
     if (pid <= 0 || pid_namespace == 0) continue;
-    // `calls` first (acquire: every call that left shows its events in `held`), then `held`.
+    // `calls` first (acquire: every call that left shows its events in the ledger), then the
+    // ledger.
     const std::uint64_t calls = slot.calls.load(std::memory_order_acquire);
-    const std::int64_t bytes = device >= 0 ? slot.held[device].load(std::memory_order_acquire) : 0;
+    const std::int64_t bytes = device >= 0 ? run::ledger_bytes(slot, device) : 0;
     slots[{pid, pid_namespace}] = {index, calls, bytes,
                                    slot.claimed_ns.load(std::memory_order_relaxed)};
   }

@@ -88,8 +88,8 @@ class RunMonitor {
   // named it), -1 while none is.
   int device_slot(std::size_t track);
   void name_devices();
-  // An injected process's slot as read before NVML's list: its index, `calls`, `held` and when
-  // its process claimed it.
+  // An injected process's slot as read before NVML's list: its index, `calls`, what its ledger held
+  // and when its process claimed it.
   struct SlotReading {
     std::size_t index = 0;
     std::uint64_t calls = 0;

@@ -58,9 +58,11 @@ RunCounters* map_run_counters(const std::string& path, bool create, std::string*
 }
 
 void give_back(RunCounters& counters, ProcessSlot& slot) noexcept {
-  for (int device = 0; device < kMaxDevices; ++device) {
-    const std::int64_t held = slot.held[device].exchange(0, std::memory_order_relaxed);
-    if (held != 0) add_event(counters, device, -held);
+  for (int ordinal = 0; ordinal < detail::kLedgerOrdinals; ++ordinal) {
+    const std::int64_t held = detail::take_ledger_level(slot.ledger[ordinal]);
+    // The mirror added to `current` only what a device slot was named for.
+    const std::int32_t device = slot.ordinal_device[ordinal].load(std::memory_order_acquire) - 1;
+    if (held != 0 && device >= 0 && device < kMaxDevices) add_event(counters, device, -held);
   }
 }
 

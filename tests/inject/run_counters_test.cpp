@@ -93,20 +93,36 @@ TEST_F(Counters, ProcessesSharingTheFileAddUpToTheByte) {
   EXPECT_LE(counters.devices[0].peak.load(), kChildren * 3000);
 }
 
+// What a process's placed ledger holds on ordinal `ordinal`, counted in device slot `device` (-1:
+// none), as the injection library moves it: the device's level first (the mirror), then the word.
+void hold(RunCounters& counters, ProcessSlot& slot, int ordinal, int device, std::int64_t bytes) {
+  if (slot.ordinal_device[ordinal].load() == 0) {
+    detail::take_ledger_level(slot.ledger[ordinal]);  // an empty word, as a placement leaves it
+    slot.ordinal_device[ordinal].store(device >= 0 ? device + 1 : -1);
+  }
+  if (device >= 0) add_event(counters, device, bytes);
+  slot.ledger[ordinal].fetch_add(static_cast<std::uint64_t>(bytes));
+}
+
 TEST_F(Counters, WhatADeadProcessHeldIsGivenBack) {
   RunCounters& counters = create();
   ProcessSlot& slot = counters.processes[0];
   slot.pid.store(4242);
-  add_event(counters, 0, 5 << 20);
-  slot.held[0].fetch_add(5 << 20);
-  add_event(counters, 2, 1 << 20);
-  slot.held[2].fetch_add(1 << 20);
-  add_event(counters, 0, 2 << 20);  // another process's
+  hold(counters, slot, 0, 0, 5 << 20);
+  hold(counters, slot, 1, 2, 1 << 20);
+  hold(counters, slot, 3, 0, 3 << 20);  // a second ordinal on device slot 0 (a MIG alias)
+  hold(counters, slot, 3, 0, -1 << 20);
+  hold(counters, slot, 2, -1, 9 << 20);  // an ordinal with no device slot: in no level
+  add_event(counters, 0, 2 << 20);       // another process's
+  EXPECT_EQ(ledger_bytes(slot, 0), 7 << 20);
+  EXPECT_EQ(ledger_bytes(slot, 2), 1 << 20);
+  EXPECT_EQ(counters.devices[0].current.load(), 9 << 20);
   give_back(counters, slot);
   EXPECT_EQ(counters.devices[0].current.load(), 2 << 20);
   EXPECT_EQ(counters.devices[2].current.load(), 0);
-  EXPECT_EQ(counters.devices[0].peak.load(), 7 << 20);  // the peak stays what it was
-  EXPECT_EQ(slot.held[0].load(), 0);
+  EXPECT_EQ(counters.devices[0].peak.load(), 9 << 20);  // the peak stays what it was
+  EXPECT_EQ(ledger_bytes(slot, 0), 0);
+  EXPECT_EQ(detail::ledger_level(slot.ledger[2].load()), 0);
   give_back(counters, slot);  // twice gives back nothing more
   EXPECT_EQ(counters.devices[0].current.load(), 2 << 20);
 }

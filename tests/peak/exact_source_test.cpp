@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "gpumem/allocate.hpp"
 #include "gpumem/diagnostics.hpp"
 #include "gpumem/internal/event_observer.hpp"
+#include "gpumem/internal/exact_ledger.hpp"
 #include "gpumem/peak.hpp"
 #include "peak/channels.hpp"
 #include "peak/exact_callbacks.hpp"
@@ -267,30 +269,88 @@ TEST(ExactSource, MissingCuptiFallsBackToSampled) {
   EXPECT_NE(exact_source_status(), "");
 }
 
-struct Observed {
-  std::vector<std::pair<int, std::int64_t>> events;
+// A ledger placed as `gpumem run` places it (exact_ledger.hpp): words outside the library, and a
+// mirror that records each delta with the level its word held when the mirror heard it.
+struct PlacedLedger {
+  std::atomic<std::uint64_t> words[detail::kLedgerOrdinals] = {};
+  struct Heard {
+    int ordinal;
+    std::int64_t delta;
+    std::int64_t word_before;
+    bool operator==(const Heard&) const = default;
+  };
+  std::vector<Heard> heard;
+  static void mirror(void* ctx, int ordinal, std::int64_t delta) noexcept {
+    auto& self = *static_cast<PlacedLedger*>(ctx);
+    self.heard.push_back({ordinal, delta, self.level(ordinal)});
+  }
+  std::int64_t level(int ordinal) const { return detail::ledger_level(words[ordinal].load()); }
+  bool place(detail::LedgerStart start = detail::LedgerStart::carry) {
+    return detail::place_exact_ledger({words, &PlacedLedger::mirror, this}, start);
+  }
 };
 
-TEST(ExactSource, EventObserverSeesDeviceEvents) {
+// Each device event moves the placed word once, after its mirror heard it; managed memory is in
+// neither; once the ledger is back home the process's counters go on from the same level.
+TEST(ExactLedger, APlacedWordMovesOncePerEventAfterItsMirror) {
   SimGpu gpu;
-  Observed observed;
-  detail::set_event_observer(
-      [](void* ctx, int device, std::int64_t delta) {
-        static_cast<Observed*>(ctx)->events.emplace_back(device, delta);
-      },
-      &observed);
-  PeakCounter counter(0, Source::exact);
-  { DeviceAllocation block = device_allocate(5000, 1); }
+  PlacedLedger ledger;
+  ASSERT_TRUE(ledger.place());
+  PeakCounter counter(1, Source::exact);
+  {
+    DeviceAllocation block = device_allocate(5000, 1);
+    EXPECT_EQ(ledger.level(1), 5000);
+    EXPECT_EQ(used_delta(counter), 5000);  // the counter reads the placed word
+  }
   testing::use_device(0);
   auto alloc_managed = sim_symbol<PFN_cuMemAllocManaged>("libcuda.so.1", "cuMemAllocManaged");
   auto mem_free = sim_symbol<PFN_cuMemFree>("libcuda.so.1", "cuMemFree_v2");
   CUdeviceptr managed = 0;
   ASSERT_EQ(alloc_managed(&managed, 4096, 1), CUDA_SUCCESS);
   ASSERT_EQ(mem_free(managed), CUDA_SUCCESS);
-  detail::set_event_observer(nullptr, nullptr);
-  { DeviceAllocation unseen = device_allocate(7, 0); }
-  const std::vector<std::pair<int, std::int64_t>> expected{{1, 5000}, {1, -5000}};
-  EXPECT_EQ(observed.events, expected);
+  const std::vector<PlacedLedger::Heard> expected{{1, 5000, 0}, {1, -5000, 5000}};
+  EXPECT_EQ(ledger.heard, expected);
+  EXPECT_EQ(ledger.level(1), 0);
+  EXPECT_EQ(peak_delta(counter), 5000);
+
+  DeviceAllocation kept = device_allocate(3000, 1);
+  detail::unplace_exact_ledger();
+  {
+    DeviceAllocation unseen = device_allocate(7000, 1);
+    EXPECT_EQ(used_delta(counter), 10000);  // carried home, and counted there
+    EXPECT_EQ(peak_delta(counter), 10000);
+  }
+  EXPECT_EQ(ledger.level(1), 3000);  // the placed word moves no more
+  EXPECT_EQ(ledger.heard.size(), 3u);
+}
+
+// A forked child's ledger starts empty: nothing its parent held is its own. Placing again moves
+// the ledger; taking a word's level empties it for a next owner.
+TEST(ExactLedger, AForkedChildsPlacementStartsEmptyAndATakeEmptiesAWord) {
+  SimGpu gpu;
+  constexpr auto kMiB = static_cast<std::int64_t>(MiB);
+  PlacedLedger first;
+  ASSERT_TRUE(first.place());
+  PeakCounter counter(0, Source::exact);
+  DeviceAllocation block = device_allocate(2 * MiB, 0);
+  PlacedLedger second;
+  ASSERT_TRUE(second.place(detail::LedgerStart::empty_in_forked_child));
+  EXPECT_EQ(second.level(0), 0);
+  { DeviceAllocation more = device_allocate(MiB, 0); }
+  EXPECT_EQ(second.heard, (std::vector<PlacedLedger::Heard>{{0, kMiB, 0}, {0, -kMiB, kMiB}}));
+  EXPECT_EQ(first.level(0), 2 * kMiB);  // left as it was
+  EXPECT_EQ(detail::take_ledger_level(first.words[0]), 2 * kMiB);
+  EXPECT_EQ(first.level(0), 0);
+  EXPECT_EQ(detail::take_ledger_level(first.words[0]), 0);
+  detail::unplace_exact_ledger();
+}
+
+TEST(ExactLedger, APlacementWithoutWordsOrMirrorIsRefused) {
+  PlacedLedger ledger;
+  EXPECT_FALSE(detail::place_exact_ledger({nullptr, &PlacedLedger::mirror, &ledger},
+                                          detail::LedgerStart::carry));
+  EXPECT_FALSE(
+      detail::place_exact_ledger({ledger.words, nullptr, &ledger}, detail::LedgerStart::carry));
 }
 
 // The call observer brackets each traced call: its ENTER before the call's events, its EXIT
@@ -299,8 +359,12 @@ TEST(ExactSource, CallObserverBracketsEachCallsEvents) {
   SimGpu gpu;
   static std::vector<std::string> seen;  // the observers are plain functions
   seen.clear();
-  detail::set_event_observer(
-      [](void*, int, std::int64_t delta) { seen.push_back(std::to_string(delta)); }, nullptr);
+  static std::atomic<std::uint64_t> words[detail::kLedgerOrdinals];
+  ASSERT_TRUE(detail::place_exact_ledger(
+      {words,
+       [](void*, int, std::int64_t delta) noexcept { seen.push_back(std::to_string(delta)); },
+       nullptr},
+      detail::LedgerStart::carry));
   detail::set_call_observer(
       [](void*, bool entering) { seen.push_back(entering ? "enter" : "exit"); }, nullptr);
   PeakCounter counter(0, Source::exact);
@@ -313,7 +377,7 @@ TEST(ExactSource, CallObserverBracketsEachCallsEvents) {
   ASSERT_EQ(mem_free(block), CUDA_SUCCESS);
   EXPECT_EQ(mem_free(block), CUDA_ERROR_INVALID_VALUE);  // a failed call: no event
   detail::set_call_observer(nullptr, nullptr);
-  detail::set_event_observer(nullptr, nullptr);
+  detail::unplace_exact_ledger();
   { DeviceAllocation unseen = device_allocate(7, 0); }
   const std::vector<std::string> expected{"enter", "4096", "exit",  "enter",
                                           "-4096", "exit", "enter", "exit"};
@@ -332,8 +396,12 @@ TEST(ExactSource, CallObserverBracketsOnlyTheOutermostCall) {
   const auto cuda_free = runtime.free;
   PeakCounter counter(0, Source::exact);
   ASSERT_EQ(set_device(0), 0);
-  detail::set_event_observer(
-      [](void*, int, std::int64_t delta) { seen.push_back(std::to_string(delta)); }, nullptr);
+  static std::atomic<std::uint64_t> words[detail::kLedgerOrdinals];
+  ASSERT_TRUE(detail::place_exact_ledger(
+      {words,
+       [](void*, int, std::int64_t delta) noexcept { seen.push_back(std::to_string(delta)); },
+       nullptr},
+      detail::LedgerStart::carry));
   detail::set_call_observer(
       [](void*, bool entering) { seen.push_back(entering ? "enter" : "exit"); }, nullptr);
   seen.clear();
@@ -341,7 +409,7 @@ TEST(ExactSource, CallObserverBracketsOnlyTheOutermostCall) {
   ASSERT_EQ(cuda_malloc(&block, 8192), 0);
   ASSERT_EQ(cuda_free(block), 0);
   detail::set_call_observer(nullptr, nullptr);
-  detail::set_event_observer(nullptr, nullptr);
+  detail::unplace_exact_ledger();
   const std::vector<std::string> expected{"enter", "8192", "exit", "enter", "-8192", "exit"};
   EXPECT_EQ(seen, expected);
 }

@@ -1,6 +1,6 @@
-// A process-wide tap on the exact source's device-memory events, for code that must see every
-// allocation as it happens (the `gpumem run` injection library feeds cross-process counters
-// with it). Managed memory is not reported: it is not device memory.
+// Process-wide taps on the exact source: every traced call's ENTER and EXIT (the `gpumem run`
+// injection library publishes them next to the process's ledger, exact_ledger.hpp), and whether
+// it reconciles against NVML.
 #pragma once
 
 #include <cstdint>
@@ -11,24 +11,17 @@
 
 namespace gpumem::detail {
 
-// Called on the allocating/freeing thread for every device-memory event the exact source sees
-// while the CUPTI subscription is held (keep a PeakCounter(Source::exact) alive to hold it):
-// delta_bytes > 0 for an allocation, < 0 for a free; device is the CUDA ordinal. Must be cheap
-// and must not call CUDA. nullptr removes the observer. Unset, the cost is one relaxed atomic
-// load per event. Replacing an observer while events are in flight is safe, but an event that
-// already loaded the old one may still call it once afterwards.
-using EventObserver = void (*)(void* ctx, int device, std::int64_t delta_bytes);
-void set_event_observer(EventObserver fn, void* ctx) noexcept;
-
 // Called on the calling thread at the ENTER (`entering` true) and after the EXIT (false) of every
 // outermost driver or runtime call the exact source traces, while the CUPTI subscription is held:
-// the events of a call (EventObserver) come between the two. Balanced per thread: an EXIT whose
+// the events of a call come between the two. Balanced per thread: an EXIT whose
 // ENTER was not seen (a subscription taken mid-call) is not reported. A call nested in another
 // traced call of the same thread (the driver calls inside a runtime call) is not reported: its
 // events come between the outer call's ENTER and EXIT already. The `gpumem run` injection library
 // publishes them so that the monitor can tell an NVML reading taken while the driver's figures
-// and the events differ (a call in flight) from one it can reconcile. Same rules as
-// EventObserver: cheap, no CUDA, nullptr removes it.
+// and the events differ (a call in flight) from one it can reconcile. Must be cheap and
+// must not call CUDA; nullptr removes it. Unset, the cost is one relaxed atomic load per call.
+// Replacing an observer while calls are in flight is safe, but a call that already loaded the old
+// one may still call it once afterwards.
 using CallObserver = void (*)(void* ctx, bool entering);
 void set_call_observer(CallObserver fn, void* ctx) noexcept;
 

@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "gpumem/internal/clock.hpp"
+#include "gpumem/internal/exact_ledger.hpp"
 
 namespace gpumem::run {
 
@@ -32,7 +33,7 @@ inline constexpr const char* kCountersVariable = "GPUMEM_RUN_COUNTERS";
 inline constexpr const char* kAttributionDirVariable = "GPUMEM_RUN_ATTRIBUTION_DIR";
 
 inline constexpr std::uint32_t kCountersMagic = 0x67706d72;  // "gpmr"
-inline constexpr std::uint32_t kCountersVersion = 8;
+inline constexpr std::uint32_t kCountersVersion = 9;
 inline constexpr int kMaxDevices = 64;     // physical devices (UUIDs) counted in one run
 inline constexpr int kMaxProcesses = 512;  // CUDA processes of one tree tracked at once
 inline constexpr int kMaxRecords = 4096;   // processes whose attachment is recorded, per run
@@ -50,25 +51,31 @@ using Uuid = std::array<unsigned char, 16>;
 std::optional<Uuid> parse_uuid(std::string_view text);
 #pragma GCC visibility pop
 
-// What one process still holds, per device slot, so the monitor can give back what a process
-// that died without freeing (SIGKILL, _exit) held: the driver frees it, and no free event comes.
+// What one process holds, so the monitor can tell its context apart from its events and give back
+// what a process that died without freeing (SIGKILL, _exit) held: the driver frees it, and no
+// free event comes. It is the process's exact ledger itself (exact_ledger.hpp): the library keeps
+// the level word of each CUDA ordinal here, and moves it once per event, after adding the event
+// to its device slot's `current` (the ledger's mirror), so that `current` always holds what the
+// words hold. `ordinal_device` names each ordinal's device slot (slot + 1; 0 while the ordinal
+// has had no event, -1 when it has none: its events are in no `current`).
 // A process is named by its pid in its own pid namespace and that namespace (the inode of
 // /proc/self/ns/pid; kUnknownNamespace when it cannot be read): in a nested namespace (a
 // container started by the command) the pid alone is not unique, and it is not the monitor's.
 inline constexpr std::uint64_t kUnknownNamespace = ~std::uint64_t{0};
 
 //
-// `calls` tells the monitor whether `held` and the driver's own figures agree. The driver charges
-// an allocation (NVML shows it) before the call returns and its EXIT callback adds it to `held`,
+// `calls` tells the monitor whether the ledger and the driver's own figures agree. The driver
+// charges an allocation (NVML shows it) before the call returns and its EXIT callback adds it to
+// the ledger,
 // and releases a block before the EXIT of its free takes it off: a reading taken in between is
 // off by the block. Every traced call adds 1 at its ENTER (`kCallEntered`, the low 16 bits: the
 // calls in flight) and `kCallLeft` after its EXIT (one call fewer in flight, the generation in the
 // high 48 bits one higher), a thread's outermost call only (the driver calls inside a runtime call
-// are inside its ENTER and EXIT), and so does anything else that moves `held` outside a call (the
-// slot being given back, `kCallEntered` never left). The monitor reads NVML between two loads of
-// `calls`: the reading agrees with `held` only when both loads return the same value with no call
-// in flight (`quiet_calls`), because any call that overlapped it changed the word (docs/peaks.md,
-// "Why the reconciliation cannot double count").
+// are inside its ENTER and EXIT), and so does anything else that moves the ledger outside a call
+// (the slot being given back, `kCallEntered` never left). The monitor reads NVML between two loads
+// of `calls`: the reading agrees with the ledger only when both loads return the same value with no
+// call in flight (`quiet_calls`), because any call that overlapped it changed the word
+// (docs/peaks.md, "Why the reconciliation cannot double count").
 inline constexpr std::uint64_t kCallEntered = 1;
 inline constexpr std::uint64_t kCallLeft = (std::uint64_t{1} << 16) - 1;
 inline constexpr std::uint64_t kCallsInFlightMask = 0xffff;
@@ -82,7 +89,8 @@ struct ProcessSlot {
   // gave it back for a process that died): until then the process, its context included, was
   // there, so a peak made before it still stood on that context.
   std::atomic<std::int64_t> released_ns;
-  std::atomic<std::int64_t> held[kMaxDevices];
+  std::atomic<std::uint64_t> ledger[detail::kLedgerOrdinals];
+  std::atomic<std::int32_t> ordinal_device[detail::kLedgerOrdinals];
 };
 
 // Whether a value of `calls` says no call was in flight.
@@ -223,6 +231,16 @@ inline std::int64_t add_event(RunCounters& counters, int device, std::int64_t de
   return level;
 }
 
+// What a process's ledger holds on device slot `device`: the sum of its ordinals counted there.
+inline std::int64_t ledger_bytes(const ProcessSlot& slot, int device) noexcept {
+  std::int64_t bytes = 0;
+  for (int ordinal = 0; ordinal < detail::kLedgerOrdinals; ++ordinal) {
+    if (slot.ordinal_device[ordinal].load(std::memory_order_acquire) == device + 1)
+      bytes += detail::ledger_level(slot.ledger[ordinal].load(std::memory_order_acquire));
+  }
+  return bytes;
+}
+
 // The process slots ever claimed: the monitor's view of `processes`.
 inline std::size_t process_slots_used(const RunCounters& counters) noexcept {
   const std::int32_t used = counters.processes_used.load(std::memory_order_acquire);
@@ -245,8 +263,9 @@ bool add_alias(RunCounters& counters, const Uuid& uuid, int device) noexcept;
 // Marks slot `index` as claimed, for the monitor's scans (call after claiming it).
 void note_process_slot(RunCounters& counters, int index) noexcept;
 
-// Takes what a process still holds off the tree's levels: the driver frees a process's memory
-// when it exits (or when an exec replaces its image), and no free event comes for it.
+// Takes what a process's ledger still holds off the tree's levels, and empties it for a next
+// owner: the driver frees a process's memory when it exits (or when an exec replaces its image),
+// and no free event comes for it.
 void give_back(RunCounters& counters, ProcessSlot& slot) noexcept;
 
 // The caller's pid namespace, as slots and records name it.
