@@ -91,7 +91,7 @@ BENCHMARK(BM_ExactCallbacks)->ArgName("live_counters")->Arg(0)->Arg(64)->Threads
 // The same path in a process under `gpumem run`: the injection library places the exact source's
 // ledger in the process's slot of the shared counters (exact_ledger.hpp), with a mirror that adds
 // each event to the device's level and peak there first, and marks each call's ENTER and EXIT in
-// the slot's `calls` word (tools/inject/inject.cpp). Here the same placement and observers work
+// the slot's `calls` word (src/run/joined_process.cpp). Here the same placement and observers work
 // on a private copy of the file: the difference from BM_ExactCallbacks is what the run's device
 // level and the `calls` word cost, each event moving the ledger once.
 gpumem::run::RunCounters* run_counters() {

@@ -19,6 +19,9 @@ set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 # gpumem loads it at run time and says so when it is missing.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+# Loaded when present, never linked: libunwind (allocation stacks) and elfutils' libdw (their
+# files and lines).
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libunwind8, libdw1")
 # The library's own folder, for dpkg-shlibdeps to find libgpumem.so that bin/gpumem needs.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${GPUMEM_OUTPUT_LIB_DIR})
 include(CPack)

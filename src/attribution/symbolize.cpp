@@ -1,7 +1,8 @@
 #include "attribution/symbolize.hpp"
 
 #include <cxxabi.h>
-#include <elfutils/libdwfl.h>
+#include <dlfcn.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -9,6 +10,8 @@
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
+
+#include "attribution/libdw.hpp"
 
 namespace gpumem::attribution {
 namespace {
@@ -22,11 +25,33 @@ std::optional<std::string> demangle(const char* name) {
   return std::string(name);
 }
 
+// Without libdw: the object holding the address and the exported function it lies in, as the
+// dynamic loader knows them (no files, no lines, no static functions: the nearest exported
+// symbol before an address is named only if the address is inside it).
+NativeFrame resolve_with_loader(std::uintptr_t return_address) {
+  NativeFrame frame;
+  frame.address = return_address;
+  Dl_info info{};
+  void* entry = nullptr;  // the symbol's ElfW(Sym)
+  const std::uintptr_t pc = return_address > 0 ? return_address - 1 : 0;
+  if (::dladdr1(reinterpret_cast<void*>(pc), &info, &entry, RTLD_DL_SYMENT) == 0) {
+    return frame;
+  }
+  if (info.dli_fname != nullptr && *info.dli_fname != '\0') frame.module = info.dli_fname;
+  const auto* symbol = static_cast<const ElfW(Sym)*>(entry);
+  const auto start = reinterpret_cast<std::uintptr_t>(info.dli_saddr);
+  if (info.dli_sname != nullptr && symbol != nullptr && pc >= start &&
+      pc < start + symbol->st_size) {
+    frame.function = demangle(info.dli_sname);
+  }
+  return frame;
+}
+
 class Session {
  public:
-  Session() {
-    callbacks_.find_elf = dwfl_linux_proc_find_elf;
-    callbacks_.find_debuginfo = dwfl_standard_find_debuginfo;
+  explicit Session(const Libdw& dw) : dw_(dw) {
+    callbacks_.find_elf = dw_.linux_proc_find_elf;
+    callbacks_.find_debuginfo = dw_.standard_find_debuginfo;
     callbacks_.debuginfo_path = nullptr;
   }
   ~Session() { close(); }
@@ -40,14 +65,14 @@ class Session {
     Dwfl_Module* module = find(pc);
     if (module == nullptr) return frame;
     // The module's name is the path the process mapped it from.
-    if (const char* path = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                            nullptr, nullptr)) {
+    if (const char* path = dw_.module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                           nullptr, nullptr)) {
       frame.module = path;
     }
-    frame.function = demangle(dwfl_module_addrname(module, pc));
-    if (Dwfl_Line* line = dwfl_module_getsrc(module, pc)) {
+    frame.function = demangle(dw_.module_addrname(module, pc));
+    if (Dwfl_Line* line = dw_.module_getsrc(module, pc)) {
       int number = 0;
-      if (const char* file = dwfl_lineinfo(line, nullptr, &number, nullptr, nullptr, nullptr)) {
+      if (const char* file = dw_.lineinfo(line, nullptr, &number, nullptr, nullptr, nullptr)) {
         frame.file = file;
         frame.line = number;
       }
@@ -60,17 +85,17 @@ class Session {
   // loaded since).
   Dwfl_Module* find(Dwarf_Addr pc) {
     if (dwfl_ == nullptr && !open()) return nullptr;
-    if (Dwfl_Module* module = dwfl_addrmodule(dwfl_, pc)) return module;
+    if (Dwfl_Module* module = dw_.addrmodule(dwfl_, pc)) return module;
     close();
     if (!open()) return nullptr;
-    return dwfl_addrmodule(dwfl_, pc);
+    return dw_.addrmodule(dwfl_, pc);
   }
   bool open() {
-    dwfl_ = dwfl_begin(&callbacks_);
+    dwfl_ = dw_.begin(&callbacks_);
     if (dwfl_ == nullptr) return false;
-    dwfl_report_begin(dwfl_);
-    const int reported = dwfl_linux_proc_report(dwfl_, ::getpid());
-    dwfl_report_end(dwfl_, nullptr, nullptr);
+    dw_.report_begin(dwfl_);
+    const int reported = dw_.linux_proc_report(dwfl_, ::getpid());
+    dw_.report_end(dwfl_, nullptr, nullptr);
     if (reported != 0) {
       close();
       return false;
@@ -78,29 +103,34 @@ class Session {
     return true;
   }
   void close() {
-    if (dwfl_ != nullptr) dwfl_end(dwfl_);
+    if (dwfl_ != nullptr) dw_.end(dwfl_);
     dwfl_ = nullptr;
   }
 
+  const Libdw& dw_;
   Dwfl_Callbacks callbacks_{};
   Dwfl* dwfl_ = nullptr;
 };
 
 struct Cache {
   std::mutex mutex;
-  Session session;
+  std::unique_ptr<Session> session;  // none without libdw
   std::unordered_map<std::uintptr_t, NativeFrame> frames;
 };
 
 Cache& cache() {
-  static Cache* const instance = new Cache;
+  static Cache* const instance = [] {
+    auto* made = new Cache;
+    if (const Libdw* dw = libdw()) made->session = std::make_unique<Session>(*dw);
+    return made;
+  }();
   return *instance;
 }
 
 NativeFrame lookup(Cache& c, std::uintptr_t address) {
   const auto found = c.frames.find(address);
   if (found != c.frames.end()) return found->second;
-  NativeFrame frame = c.session.resolve(address);
+  NativeFrame frame = c.session ? c.session->resolve(address) : resolve_with_loader(address);
   c.frames.emplace(address, frame);
   return frame;
 }

@@ -1,5 +1,6 @@
 // Return addresses to functions, files and lines (elfutils' libdw, over this process's own
-// mappings), demangled. Off the allocation path: only when a snapshot is materialized.
+// mappings), demangled. Off the allocation path: only when a snapshot is materialized. Without
+// libdw (libdw.hpp) a frame names its module and nearest exported symbol only.
 #pragma once
 
 #include <cstdint>

@@ -18,6 +18,7 @@
 #include "driver/cuda.hpp"
 #include "gpumem/allocate.hpp"
 #include "gpumem/attribution.hpp"
+#include "gpumem/diagnostics.hpp"
 #include "gpumem/peak.hpp"
 #include "gpumem/trace.hpp"
 #include "support/sim_gpu.hpp"
@@ -135,6 +136,32 @@ TEST(Attribution, ThePeakSnapshotNamesTheFunctionHoldingTheMost) {
     EXPECT_FALSE(contains(innermost.function, "gpumem::")) << *innermost.function;
     EXPECT_FALSE(contains(innermost.module, "libcuda")) << *innermost.module;
   }
+}
+
+// elfutils' libdw is loaded only to symbolize: where it cannot be, a snapshot still holds every
+// block and its bytes, and its frames name their module only, and why is in the diagnostics.
+TEST(Attribution, WithoutLibdwFramesNameTheirModuleAndTheDiagnosticsSayWhy) {
+  ::setenv("GPUMEM_LIBDW_LIBRARY", "/nonexistent/libdw.so.1", 1);
+  SimGpu gpu;
+  Cleanup cleanup;
+  gpumem::PeakCounter counter(0, gpumem::Source::exact, gpumem::Attribution::on);
+  load_weights();
+  activations();
+  g_activations.clear();
+  const auto snapshot = counter.peak_snapshot();
+  ASSERT_TRUE(snapshot);
+  EXPECT_EQ(snapshot->live_bytes, 500 * kMiB);
+  EXPECT_EQ(snapshot->blocks.size(), 5u);
+  const std::size_t top = snapshot->bytes_by_stack().front().first;
+  const gpumem::StackFrame& frame = snapshot->frames.at(snapshot->stacks.at(top).front());
+  EXPECT_FALSE(frame.file);
+  EXPECT_FALSE(frame.line);
+  EXPECT_TRUE(contains(frame.module, "gpumem_attribution_tests")) << frame.module.value_or("");
+  bool said = false;
+  for (const std::string& line : gpumem::diagnostics()) {
+    said = said || (contains(line, "libdw") && contains(line, "/nonexistent/libdw.so.1"));
+  }
+  EXPECT_TRUE(said);
 }
 
 TEST(Attribution, NestedAndOverlappingCountersEachKeepTheirOwnPeak) {
