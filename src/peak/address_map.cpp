@@ -14,7 +14,7 @@ constexpr std::uint64_t mix(std::uint64_t key) noexcept {
 
 }  // namespace
 
-void AddressMap::SpinLock::lock() noexcept {
+void AddressMap::SpinLock::wait() noexcept {
   while (locked_.exchange(true, std::memory_order_acquire)) {
     // A holder only probes a few slots, unless it is growing its table: then give way.
     while (locked_.load(std::memory_order_relaxed)) std::this_thread::yield();
@@ -38,7 +38,8 @@ void AddressMap::Table::grow() {
   }
 }
 
-void AddressMap::Table::insert(std::uint64_t key, Block block) {
+// Inline in AddressMap's own: the allocation path's (this file is their only user).
+[[gnu::always_inline]] inline void AddressMap::Table::insert(std::uint64_t key, Block block) {
   if ((size_ + 1) * 4 > slots_.size() * 3) grow();  // load factor at most 3/4
   const std::size_t mask = slots_.size() - 1;
   for (std::size_t i = home(key);; i = (i + 1) & mask) {
@@ -63,7 +64,7 @@ const Block* AddressMap::Table::find(std::uint64_t key) const {
   return nullptr;
 }
 
-std::optional<Block> AddressMap::Table::erase(std::uint64_t key) {
+[[gnu::always_inline]] inline std::optional<Block> AddressMap::Table::erase(std::uint64_t key) {
   if (slots_.empty()) return std::nullopt;
   const std::size_t mask = slots_.size() - 1;
   std::size_t hole = home(key);

@@ -49,10 +49,16 @@ class AddressMap {
 
   class SpinLock {
    public:
-    void lock() noexcept;
+    // Inline: every allocation and free takes one, almost always free.
+    void lock() noexcept {
+      if (!locked_.exchange(true, std::memory_order_acquire)) [[likely]]
+        return;
+      wait();
+    }
     void unlock() noexcept { locked_.store(false, std::memory_order_release); }
 
    private:
+    void wait() noexcept;  // taken: wait for it
     std::atomic<bool> locked_{false};
   };
 

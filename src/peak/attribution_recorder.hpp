@@ -23,7 +23,7 @@ using gpumem::attribution::Root;
 inline std::atomic<int> g_attributing{0};  // attributing counters alive
 
 // The one check on the event path when attribution is off: one relaxed load.
-inline bool active() noexcept {
+[[gnu::always_inline]] inline bool active() noexcept {
   return g_attributing.load(std::memory_order_relaxed) > 0;
 }
 

@@ -76,12 +76,12 @@ class alignas(64) Channel {
 
   // The hot path: an allocation (+) or free (-) of `delta` bytes. A fall cannot make a peak, so
   // a free is a single fetch_add.
-  void add(std::int64_t delta) noexcept {
+  [[gnu::always_inline]] void add(std::int64_t delta) noexcept {
     const Step step = move(delta);
     if (delta > 0) settle(step);
   }
   // An event in its two halves, as add() does it: move the level, then raise the epoch peak.
-  Step move(std::int64_t delta) noexcept {
+  [[gnu::always_inline]] Step move(std::int64_t delta) noexcept {
     std::atomic<std::uint64_t>* level = level_.load(std::memory_order_acquire);
     if (level != &word_) [[unlikely]] {
       // Placed: the home that placed `level` or a later one (placed_ is stored before level_,
@@ -92,7 +92,7 @@ class alignas(64) Channel {
     return {level->fetch_add(static_cast<std::uint64_t>(delta), std::memory_order_release) +
             static_cast<std::uint64_t>(delta)};
   }
-  void settle(Step step) noexcept {
+  [[gnu::always_inline]] void settle(Step step) noexcept {
     std::uint64_t peak = peak_.load(std::memory_order_relaxed);
     while (tag_of(peak) == tag_of(step.word)) {
       if (level_of(peak) >= level_of(step.word)) return;

@@ -19,7 +19,7 @@ Channel* make_channel_table();  // kStreams * kMaxDevices channels, never freed
 
 // nullptr for an ordinal outside [0, kMaxDevices). Inline: every event looks its channel up, and
 // a call into another file costs as much as the rest of the lookup.
-inline Channel* channel(Stream stream, int device) noexcept {
+[[gnu::always_inline]] inline Channel* channel(Stream stream, int device) noexcept {
   static Channel* const table = make_channel_table();
   if (device < 0 || device >= kMaxDevices) return nullptr;
   return &table[static_cast<int>(stream) * kMaxDevices + device];

@@ -68,7 +68,7 @@ struct ThreadState {
 [[gnu::tls_model("initial-exec")]] thread_local ThreadState t_state;
 
 // The CUDA ordinal of the calling thread's context.
-int event_device(const CUpti_CallbackData& call) noexcept {
+[[gnu::always_inline]] inline int event_device(const CUpti_CallbackData& call) noexcept {
   ThreadState& state = t_state;
   if (state.cached_device >= 0 && state.cached_uid == call.contextUid) return state.cached_device;
   CUdevice device = 0;
@@ -84,16 +84,23 @@ bool succeeded(const CUpti_CallbackData& call) noexcept {
          *static_cast<const CUresult*>(call.functionReturnValue) == CUDA_SUCCESS;
 }
 
-void count(const Block& block, std::int64_t delta) noexcept {
+[[gnu::always_inline]] inline void count(const Block& block, std::int64_t delta) noexcept {
   if (!block.managed) return account_exact(block.device, delta);
   if (Channel* target = channel(Stream::managed, block.device)) target->add(delta);
 }
 
 // A plain block allocated or freed: in attribution mode it also enters or leaves the device's
 // live-block tree, with the allocating stack.
-void count_block(const Block& block, std::uint64_t address, bool allocation) noexcept {
+[[gnu::always_inline]] inline void count_block(const Block& block, std::uint64_t address,
+                                               bool allocation) noexcept {
   const auto delta = static_cast<std::int64_t>(block.size);
-  if (block.managed || !attribution::active()) return count(block, allocation ? delta : -delta);
+  if (block.managed) return count(block, allocation ? delta : -delta);
+  if (!attribution::active()) [[likely]] {
+    // account_exact's own path, inline: every allocation and free of a plain block comes here.
+    Channel* target = channel(Stream::exact, block.device);
+    if (target != nullptr && delta != 0) target->add(allocation ? delta : -delta);
+    return;
+  }
   attribution::BlockEvent event;
   event.key = address;
   event.allocation = allocation;
@@ -115,8 +122,8 @@ void driver_event() noexcept {
   if (state.runtime_depth > 0) state.driver_seen = true;
 }
 
-void allocated(const CUpti_CallbackData& call, std::uint64_t address, std::uint64_t size,
-               bool managed) {
+[[gnu::always_inline]] inline void allocated(const CUpti_CallbackData& call, std::uint64_t address,
+                                             std::uint64_t size, bool managed) {
   if (call.callbackSite != CUPTI_API_EXIT) return;
   if (!succeeded(call)) {
     if (out_of_memory(call)) {
@@ -133,7 +140,8 @@ void allocated(const CUpti_CallbackData& call, std::uint64_t address, std::uint6
 
 // EXIT of a free whose block was stashed at ENTER: counted if the free succeeded, else back in
 // the map if it came from there.
-void freed(const CUpti_CallbackData& call, AddressMap& map, std::uint64_t key) {
+[[gnu::always_inline]] inline void freed(const CUpti_CallbackData& call, AddressMap& map,
+                                         std::uint64_t key) {
   const std::uint64_t stashed = *call.correlationData;
   if ((stashed & kStashValid) == 0) return;
   const Block block = unstash(stashed);
@@ -146,7 +154,8 @@ void freed(const CUpti_CallbackData& call, AddressMap& map, std::uint64_t key) {
 
 // `pooled`: a stream-ordered free, whose block (unless it is one of the map's) returns to its
 // pool, which keeps the reservation: nothing to subtract.
-void freeing(const CUpti_CallbackData& call, std::uint64_t address, bool pooled = false) {
+[[gnu::always_inline]] inline void freeing(const CUpti_CallbackData& call, std::uint64_t address,
+                                           bool pooled = false) {
   if (call.correlationData == nullptr) return;
   if (call.callbackSite != CUPTI_API_ENTER) {
     driver_event();
