@@ -46,6 +46,9 @@ unset LD_LIBRARY_PATH GPUMEM_INJECT_LIBRARY
 loaded=$(ldd "$ROOT/usr/bin/gpumem" | sed -n 's/^\s*libgpumem\.so\.[0-9.]* => \(\S*\) .*/\1/p')
 [ -n "$loaded" ] && [ "$(realpath "$loaded")" = "$ROOT/usr/lib/libgpumem.so.0.1.0" ] ||
   fail "$ROOT/usr/bin/gpumem does not load the package's libgpumem.so (${loaded:-not found})"
+# No binary of the package searches the current directory for its libraries.
+python3 "$(dirname "$0")/runpath.py" "$ROOT/usr/bin/gpumem" "$ROOT"/usr/lib/libgpumem*.so* >/dev/null ||
+  fail "$(python3 "$(dirname "$0")/runpath.py" "$ROOT/usr/bin/gpumem" "$ROOT"/usr/lib/libgpumem*.so*)"
 
 export GPUMEM_NVML_LIBRARY=$SIM/libnvidia-ml.so.1 GPUMEM_CUDA_LIBRARY=$SIM/libcuda.so.1
 export GPUMEM_CUPTI_LIBRARY=$SIM/libcupti.so.13 GPUMEM_SIM_STATE=$WORK/sim.state
