@@ -353,20 +353,32 @@ TEST(ExactLedger, APlacementWithoutWordsOrMirrorIsRefused) {
       detail::place_exact_ledger({ledger.words, nullptr, &ledger}, detail::LedgerStart::carry));
 }
 
-// The call observer brackets each traced call: its ENTER before the call's events, its EXIT
-// after them (what `gpumem run`'s monitor relies on to tell a reading a call overlapped).
-TEST(ExactSource, CallObserverBracketsEachCallsEvents) {
-  SimGpu gpu;
-  static std::vector<std::string> seen;  // the observers are plain functions
-  seen.clear();
+// What the call observer and a placed ledger's mirror hear, in order: "enter", each delta,
+// "exit". Both are plain functions, so the record is a static.
+std::vector<std::string>& watch_calls_and_events() {
+  static std::vector<std::string> seen;
   static std::atomic<std::uint64_t> words[detail::kLedgerOrdinals];
-  ASSERT_TRUE(detail::place_exact_ledger(
+  seen.clear();
+  EXPECT_TRUE(detail::place_exact_ledger(
       {words,
        [](void*, int, std::int64_t delta) noexcept { seen.push_back(std::to_string(delta)); },
        nullptr},
       detail::LedgerStart::carry));
   detail::set_call_observer(
       [](void*, bool entering) { seen.push_back(entering ? "enter" : "exit"); }, nullptr);
+  return seen;
+}
+
+void stop_watching() {
+  detail::set_call_observer(nullptr, nullptr);
+  detail::unplace_exact_ledger();
+}
+
+// The call observer brackets each traced call: its ENTER before the call's events, its EXIT
+// after them (what `gpumem run`'s monitor relies on to tell a reading a call overlapped).
+TEST(ExactSource, CallObserverBracketsEachCallsEvents) {
+  SimGpu gpu;
+  std::vector<std::string>& seen = watch_calls_and_events();
   PeakCounter counter(0, Source::exact);
   testing::use_device(0);
   auto mem_alloc = sim_symbol<PFN_cuMemAlloc>("libcuda.so.1", "cuMemAlloc_v2");
@@ -376,8 +388,7 @@ TEST(ExactSource, CallObserverBracketsEachCallsEvents) {
   ASSERT_EQ(mem_alloc(&block, 4096), CUDA_SUCCESS);
   ASSERT_EQ(mem_free(block), CUDA_SUCCESS);
   EXPECT_EQ(mem_free(block), CUDA_ERROR_INVALID_VALUE);  // a failed call: no event
-  detail::set_call_observer(nullptr, nullptr);
-  detail::unplace_exact_ledger();
+  stop_watching();
   { DeviceAllocation unseen = device_allocate(7, 0); }
   const std::vector<std::string> expected{"enter", "4096", "exit",  "enter",
                                           "-4096", "exit", "enter", "exit"};
@@ -389,27 +400,17 @@ TEST(ExactSource, CallObserverBracketsEachCallsEvents) {
 // counters under `gpumem run`.
 TEST(ExactSource, CallObserverBracketsOnlyTheOutermostCall) {
   SimGpu gpu;
-  static std::vector<std::string> seen;
   const SimRuntime runtime;
   const auto set_device = runtime.set_device;
   const auto cuda_malloc = runtime.malloc;
   const auto cuda_free = runtime.free;
   PeakCounter counter(0, Source::exact);
   ASSERT_EQ(set_device(0), 0);
-  static std::atomic<std::uint64_t> words[detail::kLedgerOrdinals];
-  ASSERT_TRUE(detail::place_exact_ledger(
-      {words,
-       [](void*, int, std::int64_t delta) noexcept { seen.push_back(std::to_string(delta)); },
-       nullptr},
-      detail::LedgerStart::carry));
-  detail::set_call_observer(
-      [](void*, bool entering) { seen.push_back(entering ? "enter" : "exit"); }, nullptr);
-  seen.clear();
+  std::vector<std::string>& seen = watch_calls_and_events();
   void* block = nullptr;
   ASSERT_EQ(cuda_malloc(&block, 8192), 0);
   ASSERT_EQ(cuda_free(block), 0);
-  detail::set_call_observer(nullptr, nullptr);
-  detail::unplace_exact_ledger();
+  stop_watching();
   const std::vector<std::string> expected{"enter", "8192", "exit", "enter", "-8192", "exit"};
   EXPECT_EQ(seen, expected);
 }
