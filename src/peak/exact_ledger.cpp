@@ -1,5 +1,6 @@
 #include "gpumem/internal/exact_ledger.hpp"
 
+#include <atomic>
 #include <new>
 
 #include "peak/channels.hpp"
@@ -8,11 +9,25 @@ namespace gpumem::detail {
 
 static_assert(kLedgerOrdinals == peak::kMaxDevices, "one word per exact channel");
 
+namespace {
+
+// Each placement's homes, never freed (an event may still be reading one it loaded before the
+// next placement), and each kept reachable from the last: placements are few (a process's own, a
+// forked child's).
+struct Placement {
+  peak::Channel::Home homes[kLedgerOrdinals];
+  const Placement* earlier;
+};
+std::atomic<const Placement*> g_placements{nullptr};
+
+}  // namespace
+
 bool place_exact_ledger(const LedgerPlacement& placement, LedgerStart start) noexcept {
   if (placement.words == nullptr || placement.mirror == nullptr) return false;
-  // Never freed: an event may still be reading a home it loaded before the next placement.
-  auto* homes = new (std::nothrow) peak::Channel::Home[kLedgerOrdinals];
-  if (homes == nullptr) return false;
+  auto* made = new (std::nothrow) Placement;
+  if (made == nullptr) return false;
+  made->earlier = g_placements.exchange(made, std::memory_order_acq_rel);
+  peak::Channel::Home* homes = made->homes;
   for (int ordinal = 0; ordinal < kLedgerOrdinals; ++ordinal) {
     homes[ordinal] = {&placement.words[ordinal], placement.mirror, placement.ctx, ordinal};
     peak::channel(peak::Stream::exact, ordinal)
