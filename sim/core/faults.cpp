@@ -40,6 +40,8 @@ Faults parse_faults(const char* text) {
       faults.nvml_init = static_cast<int>(*number);
     } else if (key == "cuda_init" && number) {
       faults.cuda_init = static_cast<int>(*number);
+    } else if (key == "cuda_uuid" && number) {
+      faults.cuda_uuid = static_cast<int>(*number);
     } else if (key == "nvml_memory" && value == "v1") {
       faults.nvml_memory_v1_only = true;
     } else if (key == "nvml_memory" && value == "v2") {

@@ -9,6 +9,7 @@ namespace gpumem::sim {
 struct Faults {
   std::optional<int> nvml_init;  // nvmlInit* return this
   std::optional<int> cuda_init;  // cuInit returns this
+  std::optional<int> cuda_uuid;  // cuDeviceGetUuid and cuDeviceGetUuid_v2 return this
   bool nvml_memory_v1_only = false;
   bool nvml_memory_v2_only = false;
   bool cupti_busy = false;
@@ -22,7 +23,8 @@ struct Faults {
   long nvml_process_delay_us = 0;
 };
 
-// Parses "nvml_init=18,cupti_busy,lost=1,memory_return_delay=20000,nvml_process_delay=5000";
+// Parses
+// "nvml_init=18,cuda_uuid=101,cupti_busy,lost=1,memory_return_delay=20000,nvml_process_delay=5000";
 // unknown or malformed entries are reported on stderr and ignored, so a typo never crashes the
 // program under test.
 Faults parse_faults(const char* text);

@@ -128,6 +128,7 @@ GPUMEM_SIM_EXPORT CUresult cuDeviceGetName(char* name, int length, CUdevice devi
 }
 
 GPUMEM_SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice device) {
+  if (const auto& code = sim::faults().cuda_uuid) return *code;
   if (const CUresult rc = cuda::check_device(device)) return rc;
   if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
   const auto bytes = sim::parse_uuid_bytes(record(device).uuid);

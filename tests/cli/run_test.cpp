@@ -123,6 +123,24 @@ TEST(Run, FallsBackToSamplingWhenCuptiIsBusyAndSaysWhy) {
   EXPECT_NE(run.result.err.find("exact unavailable"), std::string::npos) << run.result.err;
 }
 
+// A process whose device the driver names no UUID for cannot be counted under the device's slot:
+// it stops counting after the call that found out, takes back what it had counted (nothing
+// reached the device's level), and is sampled instead, with the reason. Its first allocation is
+// the one that found out, so the sampled peak is the whole of what the device held.
+TEST(Run, AProcessWhoseDeviceHasNoUuidIsSampledInsteadAndSaysWhy) {
+  SimGpu gpu(kTwoGpus, "cuda_uuid=101");
+  const Measured run = measure("alloc a 100MiB; sleep 300ms; alloc b 20MiB; sleep 300ms");
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(run.summary["mode"], "sampled") << run.summary.dump(2);
+  EXPECT_EQ(run.summary["exact_processes"], 0);
+  EXPECT_NE(run.summary["fallback_reason"].get<std::string>().find(
+                "the driver gave no UUID for CUDA device 0"),
+            std::string::npos)
+      << run.summary.dump(2);
+  EXPECT_EQ(run.summary["devices"][0]["peak_bytes"], 120 * MiB);
+  EXPECT_TRUE(run.summary["devices"][0]["exact_peak_bytes"].is_null());
+}
+
 TEST(Run, LeavesAUsersInjectionLibraryAloneAndSamples) {
   SimGpu gpu;
   ::setenv("CUDA_INJECTION64_PATH",

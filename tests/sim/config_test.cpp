@@ -96,6 +96,8 @@ TEST(simFaults, ParsesEveryFault) {
   EXPECT_EQ(parse_faults("memory_return_delay=20000").memory_return_delay_us, 20000);
   EXPECT_EQ(parse_faults("memory_return_delay=-1").memory_return_delay_us, 0);
   EXPECT_EQ(parse_faults("nvml_process_delay=5000").nvml_process_delay_us, 5000);
+  EXPECT_EQ(parse_faults("cuda_uuid=101").cuda_uuid, 101);
+  EXPECT_FALSE(parse_faults("cuda_init=34").cuda_uuid);
 }
 
 TEST(simPci, ParsesEveryAcceptedForm) {
