@@ -291,35 +291,15 @@ class Scraper(threading.Thread):
 class FreshScraper(Scraper):
     """Scrapes on a new connection each time, as curl does: no retry, a 503 is a failure."""
 
-    def once(self):
-        self.retried = False
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2,
-                                                source_address=("127.0.0.1", 0))
-        try:
-            connection.request("GET", "/metrics", headers={"Connection": "close"})
-            response = connection.getresponse()
-            body = response.read()
-            return response.status == 200 and b"gpumem_device_up{" in body
-        except (OSError, http.client.HTTPException):
-            return False
-        finally:
-            connection.close()
+    headers = {"Connection": "close"}
 
-
-class TlsScraper(Scraper):
-    """Scrapes over TLS with basic authentication on a new connection each time (a handshake
-    for each scrape, as Prometheus needs after a timeout): no retry, a 503 is a failure."""
-
-    def __init__(self, port, cert):
-        super().__init__(port)
-        self.context = ssl.create_default_context(cafile=cert)
-        self.headers = {"Connection": "close", "Authorization": "Basic " + base64.b64encode(
-            ("prometheus:" + PASSWORD).encode()).decode()}
+    def connect(self):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=2,
+                                          source_address=("127.0.0.1", 0))
 
     def once(self):
         self.retried = False
-        connection = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.context,
-                                                 timeout=2, source_address=("127.0.0.1", 0))
+        connection = self.connect()
         try:
             connection.request("GET", "/metrics", headers=self.headers)
             response = connection.getresponse()
@@ -329,6 +309,21 @@ class TlsScraper(Scraper):
             return False
         finally:
             connection.close()
+
+
+class TlsScraper(FreshScraper):
+    """Scrapes over TLS with basic authentication on a new connection each time (a handshake
+    for each scrape, as Prometheus needs after a timeout): no retry, a 503 is a failure."""
+
+    def __init__(self, port, cert):
+        super().__init__(port)
+        self.context = ssl.create_default_context(cafile=cert)
+        self.headers = {"Connection": "close", "Authorization": "Basic " + base64.b64encode(
+            ("prometheus:" + PASSWORD).encode()).decode()}
+
+    def connect(self):
+        return http.client.HTTPSConnection("127.0.0.1", self.port, context=self.context,
+                                           timeout=2, source_address=("127.0.0.1", 0))
 
 
 class CpuPressure(threading.Thread):
