@@ -54,12 +54,22 @@ TEST(Environment, AnEmptyVariableCountsAsUnset) {
   EXPECT_EQ(env_text("GPUMEM_SUPPORT_TEST"), "");
 }
 
+// Bracketed by clock_gettime(CLOCK_REALTIME), the clock system_clock reads. Not by time(): it
+// reads the kernel's coarse clock, which lags CLOCK_REALTIME by up to a tick, so a time() taken
+// after may still name the previous second.
 TEST(Clock, UnixTimeIsTheSystemClockInMilliseconds) {
-  const std::int64_t before = static_cast<std::int64_t>(::time(nullptr)) * 1000;
+  const auto realtime_ms = [] {
+    timespec t{};
+    ::clock_gettime(CLOCK_REALTIME, &t);
+    return t.tv_sec * 1000LL + t.tv_nsec / 1'000'000;
+  };
+  const std::int64_t before = realtime_ms();
   const std::int64_t now = unix_time_ms();
-  const std::int64_t after = static_cast<std::int64_t>(::time(nullptr)) * 1000 + 1000;
+  const std::int64_t after = realtime_ms();
   EXPECT_GE(now, before);
-  EXPECT_LT(now, after);
+  EXPECT_LE(now, after);
+  EXPECT_GT(now, 1'600'000'000'000LL);  // milliseconds, not seconds or microseconds
+  EXPECT_LT(now, 100'000'000'000'000LL);
 }
 
 // Processes compare monotonic_ns with what others read through clock_gettime: the same clock.
