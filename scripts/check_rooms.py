@@ -90,6 +90,7 @@ SEAMS = {
     "run_rank.hpp": ["run"],
     "run_result.hpp": ["run"],  # what a run measured and its headline figure
     "run_timeline.hpp": ["run"],
+    "shared_library.hpp": ["support"],  # dlopen with a GPUMEM_*_LIBRARY override
     "window_peak.hpp": ["peak"],  # the exporter's sliding-window peaks, sampled by one thread
     "spool.hpp": ["publish"],
 }
@@ -361,7 +362,7 @@ def self_test():
         "sim includes the public API": ({"sim/cuda/api.cpp": '#include "gpumem/memory.hpp"'}, 1),
         "sim includes beyond the ABI": ({"sim/cuda/api.cpp": '#include "driver/cuda.hpp"',
                                          "src/driver/cuda.hpp": ""}, 1),
-        "ABI includes the driver": ({"src/driver/abi/cuda.hpp": '#include "driver/library.hpp"'},
+        "ABI includes the driver": ({"src/driver/abi/cuda.hpp": '#include "driver/cuda.hpp"'},
                                     1),
     }
     # Every other case starts from the clean tree, so that only its own include can fail it.

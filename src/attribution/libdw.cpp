@@ -1,30 +1,27 @@
 #include "attribution/libdw.hpp"
 
-#include <dlfcn.h>
-
 #include "gpumem/internal/diagnostics_log.hpp"
-#include "gpumem/internal/environment.hpp"
+#include "gpumem/internal/shared_library.hpp"
 
 namespace gpumem::attribution {
 namespace {
 
 template <class Function>
-bool resolve(void* library, const char* name, Function& function, std::string& missing) {
-  function = reinterpret_cast<Function>(::dlsym(library, name));
+void resolve(const support::SharedLibrary& library, const char* name, Function& function,
+             std::string& missing) {
+  function = library.function<Function>(name);
   if (function == nullptr && missing.empty()) missing = name;
-  return function != nullptr;
 }
 
 const Libdw* load() noexcept {
-  const char* chosen = support::env_value("GPUMEM_LIBDW_LIBRARY");
-  const char* file = chosen != nullptr ? chosen : "libdw.so.1";
-  void* library = ::dlopen(file, RTLD_NOW | RTLD_LOCAL);
   try {
-    if (library == nullptr) {
-      const char* error = ::dlerror();
-      support::record_diagnostic(std::string("symbolizing without elfutils' libdw (no files or "
-                                             "lines in allocation stacks): ") +
-                                 (error != nullptr ? error : file));
+    // Never closed (SharedLibrary does not dlclose): harmless.
+    static const support::SharedLibrary library =
+        support::SharedLibrary::open("GPUMEM_LIBDW_LIBRARY", {"libdw.so.1"});
+    if (!library.loaded()) {
+      support::record_diagnostic(
+          "symbolizing without elfutils' libdw (no files or lines in allocation stacks): " +
+          library.error());
       return nullptr;
     }
     static Libdw functions;
@@ -42,9 +39,9 @@ const Libdw* load() noexcept {
     resolve(library, "dwfl_module_getsrc", functions.module_getsrc, missing);
     resolve(library, "dwfl_lineinfo", functions.lineinfo, missing);
     if (!missing.empty()) {
-      support::record_diagnostic("symbolizing without elfutils' libdw: " + std::string(file) +
+      support::record_diagnostic("symbolizing without elfutils' libdw: " + library.path() +
                                  " has no " + missing);
-      return nullptr;  // never unloaded: harmless
+      return nullptr;
     }
     return &functions;
   } catch (...) {  // out of host memory for the diagnostic

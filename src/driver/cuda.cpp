@@ -1,9 +1,11 @@
 #include "driver/cuda.hpp"
 
-#include "driver/library.hpp"
+#include "gpumem/internal/shared_library.hpp"
 #include "support/diagnostics_log.hpp"
 
 namespace gpumem::driver {
+
+using support::SharedLibrary;
 
 namespace {
 

@@ -1,10 +1,13 @@
 #include "driver/cupti.hpp"
 
 #include "driver/cuda.hpp"
-#include "driver/library.hpp"
 #include "gpumem/internal/environment.hpp"
+#include "gpumem/internal/shared_library.hpp"
 
 namespace gpumem::driver {
+
+using support::SharedLibrary;
+
 namespace {
 
 constexpr const char* kNewest = "libcupti.so.13";

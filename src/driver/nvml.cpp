@@ -4,10 +4,12 @@
 #include <atomic>
 #include <cstring>
 
-#include "driver/library.hpp"
+#include "gpumem/internal/shared_library.hpp"
 #include "support/diagnostics_log.hpp"
 
 namespace gpumem::driver {
+
+using support::SharedLibrary;
 
 namespace {
 

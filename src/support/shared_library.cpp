@@ -1,4 +1,4 @@
-#include "driver/library.hpp"
+#include "gpumem/internal/shared_library.hpp"
 
 #include <dlfcn.h>
 
@@ -6,7 +6,7 @@
 
 #include "gpumem/internal/environment.hpp"
 
-namespace gpumem::driver {
+namespace gpumem::support {
 
 namespace {
 
@@ -76,4 +76,4 @@ void* SharedLibrary::symbol(const char* name) const noexcept {
   return ::dlsym(handle_, name);
 }
 
-}  // namespace gpumem::driver
+}  // namespace gpumem::support

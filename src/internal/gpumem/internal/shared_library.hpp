@@ -1,11 +1,13 @@
-// A run-time loaded shared library. NVIDIA's libraries are opened with dlopen so gpumem builds
-// and runs on machines without them; GPUMEM_*_LIBRARY variables name a file to load instead.
+// A run-time loaded shared library. NVIDIA's libraries (the driver room) are opened with dlopen
+// so gpumem builds and runs on machines without them, and so are the symbolizer's and the
+// unwinder's (elfutils' libdw, libunwind: the attribution room), so that no process pays for
+// them at start-up; GPUMEM_*_LIBRARY variables name a file to load instead.
 #pragma once
 
 #include <initializer_list>
 #include <string>
 
-namespace gpumem::driver {
+namespace gpumem::support {
 
 class SharedLibrary {
  public:
@@ -52,4 +54,4 @@ class SharedLibrary {
   std::string error_;
 };
 
-}  // namespace gpumem::driver
+}  // namespace gpumem::support
