@@ -81,6 +81,8 @@ SEAMS = {
     "event_observer.hpp": ["peak"],
     "exact_ledger.hpp": ["peak"],  # where the exact source keeps each ordinal's level
     "exact_source.hpp": ["peak"],
+    "output_file.hpp": ["support"],  # the one rule for what gpumem writes to
+    "printable_text.hpp": ["support"],  # untrusted text shown on a terminal or in CSV
     "procfs.hpp": ["procfs"],
     "process_list.hpp": ["query"],
     "run_attribution.hpp": ["peak"],

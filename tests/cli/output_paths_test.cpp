@@ -3,6 +3,7 @@
 // is refused before anything runs (status 2, one line) and left as it was; and `gpumem report`
 // prints no terminal control from a run file.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -69,14 +70,50 @@ TEST(OutputPaths, RunWritesADashToStdoutAndRefusesOneFileTwice) {
   CommandResult twice = run_command({gpumem_binary(), "run", "--json", folder + "/a", "--plot",
                                      folder + "/./a", "--", "touch", marker});
   EXPECT_EQ(twice.exit_code, 2);
-  EXPECT_EQ(twice.err, "gpumem run: --json and --plot both name " + folder +
-                           "/./a: each output needs a file of its own\n");
+  EXPECT_EQ(twice.err, "gpumem run: --json and --plot both name " + folder + "/a and " + folder +
+                           "/./a (both " + folder + "/a): each output needs a file of its own\n");
   twice = run_command(
       {gpumem_binary(), "run", "--json", "-", "--timeline", "-", "--", "touch", marker});
   EXPECT_EQ(twice.exit_code, 2);
   EXPECT_EQ(twice.err,
             "gpumem run: --json and --timeline both name '-': only one output can go to stdout\n");
   EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+// Issue 30: `gpumem run --json x.json --plot ./x.json` wrote both to one file (the JSON lost):
+// relative spellings of one file are compared by what they resolve to.
+TEST(OutputPaths, RunRefusesTwoSpellingsOfOneFileBeforeTheCommandRuns) {
+  SimGpu gpu;
+  const std::string folder = temporary_folder();
+  std::filesystem::create_directory(folder + "/sub");
+  for (const auto& [json, plot] : std::vector<std::pair<std::string, std::string>>{
+           {"x.json", "./x.json"}, {"x.json", "sub/../x.json"}}) {
+    const CommandResult result = run_in(
+        folder, {gpumem_binary(), "run", "--json", json, "--plot", plot, "--", "touch", "ran"});
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_EQ(
+        result.err.rfind(
+            "gpumem run: --json and --plot both name " + json + " and " + plot + " (both ", 0),
+        0u)
+        << result.err;
+    EXPECT_FALSE(std::filesystem::exists(folder + "/ran"));
+    EXPECT_FALSE(std::filesystem::exists(folder + "/x.json"));
+  }
+}
+
+// Issue 30: replacing an existing 0600 output made it 0644; it keeps its mode.
+TEST(OutputPaths, AReplacedOutputKeepsItsMode) {
+  SimGpu gpu;
+  const std::string path = temporary_folder() + "/private.json";
+  std::ofstream(path) << "{}";
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
+  const CommandResult result = run_command(
+      {gpumem_binary(), "run", "--json", path, "--", sim_tool(), "workload", "alloc a 1MiB"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  struct stat info {};
+  ASSERT_EQ(::stat(path.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 07777, 0600u);
+  EXPECT_EQ(nlohmann::json::parse(read_file(path))["devices"][0]["peak_bytes"], MiB);
 }
 
 class ReportOutputs : public ::testing::Test {
@@ -126,10 +163,12 @@ TEST_F(ReportOutputs, NamesFromARunFilePrintNoTerminalControl) {
     EXPECT_EQ(text->find(std::string(1, '\0')), std::string::npos) << *text;
     EXPECT_EQ(text->find("\nforged"), std::string::npos) << *text;
   }
-  // The name is still there, each control character a '?'.
-  EXPECT_NE(result.out.find("node?]0;owned??[2J??forged: line?x"), std::string::npos) << result.out;
-  EXPECT_NE(result.out.find("H200?31m?"), std::string::npos) << result.out;
-  EXPECT_NE(result.err.find("schema ?[2Jgpumem.list/1 is not a run file"), std::string::npos)
+  // The name is still there, each control character an escape (printable_text.hpp).
+  EXPECT_NE(result.out.find(R"(node\x1b]0;owned\x07\x1b[2J\r\nforged: line\x00x)"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find(R"(H200\u009b31m\x7f)"), std::string::npos) << result.out;
+  EXPECT_NE(result.err.find(R"(schema \x1b[2Jgpumem.list/1 is not a run file)"), std::string::npos)
       << result.err;
   // The JSON keeps the names as they were (JSON escapes them).
   const CommandResult json = run_command({gpumem_binary(), "report", "--json", "-", hostile});
