@@ -87,11 +87,11 @@ TEST(List, NoProcessNameCanDriveTheTerminal) {
   ASSERT_TRUE(holder.wait_for_output("ready"));
   const CommandResult table = run_command({gpumem_binary(), "list"});
   EXPECT_EQ(table.out.find('\033'), std::string::npos) << table.out;
-  EXPECT_NE(table.out.find(std::to_string(holder.pid()) + "  evil?[2Jx"), std::string::npos)
+  EXPECT_NE(table.out.find(std::to_string(holder.pid()) + "  evil\\x1b[2Jx"), std::string::npos)
       << table.out;
   const CommandResult watch = run_command({gpumem_binary(), "watch", "--count", "1"});
   EXPECT_EQ(watch.out.find('\033'), std::string::npos) << watch.out;
-  EXPECT_NE(watch.out.find(" evil?[2Jx 3.0 MiB"), std::string::npos) << watch.out;
+  EXPECT_NE(watch.out.find(" evil\\x1b[2Jx 3.0 MiB"), std::string::npos) << watch.out;
   // JSON and CSV say what the kernel says.
   const auto document = nlohmann::json::parse(run_command({gpumem_binary(), "list", "--json"}).out);
   EXPECT_EQ(document["devices"][0]["processes"][0]["name"], name);

@@ -194,12 +194,13 @@ TEST(TextWidth, CountsColumnsNotBytes) {
   EXPECT_EQ(truncate_to_width("short", 10, "…"), "short");
 }
 
-TEST(TextWidth, PrintableReplacesControlsAndInvalidBytes) {
+TEST(TextWidth, PrintableShowsControlsAndInvalidBytesAsEscapes) {
   EXPECT_EQ(printable("python3"), "python3");
   EXPECT_EQ(printable("漢字 é"), "漢字 é");
-  EXPECT_EQ(printable("a\033[2Jb\tc\x7f"), "a?[2Jb?c?");
-  EXPECT_EQ(printable("\xc2\x9b"), "?");     // U+009B, the one-byte CSI of C1
-  EXPECT_EQ(printable("x\xff\xc3"), "x??");  // not UTF-8; cut short
+  EXPECT_EQ(printable("a\033[2Jb\tc\x7f"), "a\\x1b[2Jb\\tc\\x7f");
+  EXPECT_EQ(printable("\xc2\x9b"), "\\u009b");          // U+009B, the one-byte CSI of C1
+  EXPECT_EQ(printable("x\xff\xc3"), "x\\xff\\xc3");     // not UTF-8; cut short
+  EXPECT_EQ(display_width(printable("a\u202eb")), 8u);  // "a\u202eb": measured as shown
 }
 
 TEST(Bar, SolidUsedShadedPeakRoundedUp) {

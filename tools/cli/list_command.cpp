@@ -6,6 +6,7 @@
 #include "gpumem/device.hpp"
 #include "gpumem/diagnostics.hpp"
 #include "snapshot_view.hpp"
+#include "text_width.hpp"
 #include "width_options.hpp"
 
 namespace gpumem::cli {
@@ -35,7 +36,7 @@ void add_list_command(CLI::App& app, int& exit_code) {
     } else if (options->csv) {
       std::cout << snapshot_csv(snapshot);
     } else if (!snapshot.empty()) {
-      std::cout << "Driver " << driver_version() << "\n"
+      std::cout << "Driver " << printable(driver_version()) << "\n"
                 << snapshot_table(snapshot, {}, stdout_table_options(options->width));
     }
     // No GPU is an answer, not a failure: the lists are empty and stderr says why.

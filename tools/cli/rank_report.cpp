@@ -5,6 +5,7 @@
 
 #include "format.hpp"
 #include "json_null.hpp"
+#include "text_width.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -69,8 +70,8 @@ std::string rank_summary(const RunResult& result) {
     } else {
       const RankDeviceRow& cell = row.devices[row.highest];
       out += "peak " + format_bytes(cell.peak) + " process footprint on GPU " +
-             std::to_string(cell.device->info.device) + " (" + cell.device->info.name + "), " +
-             (cell.exact ? "exact" : "sampled every " + format_seconds(result.interval_s));
+             std::to_string(cell.device->info.device) + " (" + printable(cell.device->info.name) +
+             "), " + (cell.exact ? "exact" : "sampled every " + format_seconds(result.interval_s));
       if (row.devices.size() > 1) out += ", " + std::to_string(row.devices.size()) + " GPUs used";
     }
     out += row.pids.size() == 1 ? " (pid" : " (pids";

@@ -34,6 +34,7 @@
 #include "snapshot_view.hpp"
 #include "svg_plot.hpp"
 #include "terminal.hpp"
+#include "text_width.hpp"
 #include "usage.hpp"
 #include "width_options.hpp"
 
@@ -60,7 +61,7 @@ struct RunOptions {
 };
 
 void fail(const std::string& message) {
-  std::cerr << "gpumem run: " << message << "\n";
+  std::cerr << "gpumem run: " << printable(message) << "\n";  // it may quote any argument
 }
 
 std::string joined_command(const std::vector<std::string>& words) {

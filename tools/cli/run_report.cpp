@@ -29,7 +29,8 @@ std::string command_line(const std::vector<std::string>& command) {
     if (!line.empty()) line += ' ';
     line += word.find_first_of(" \t'\"") == std::string::npos ? word : "'" + word + "'";
   }
-  return line.size() > 60 ? line.substr(0, 57) + "..." : line;
+  // The command's words are anyone's text: shown through printable(), cut by columns.
+  return truncate_to_width(printable(line), 60, "...");
 }
 
 std::string plural(int count, const char* one, const char* many) {

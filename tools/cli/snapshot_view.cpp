@@ -11,8 +11,11 @@
 namespace gpumem::cli {
 namespace {
 
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+// A name as a CSV field: shown through printable() (CSV is read on terminals too: no control,
+// bidirectional or invisible character, and so no line break, in it), quoted where it must be.
+std::string csv_field(const std::string& name) {
+  const std::string text = printable(name);
+  if (text.find_first_of(",\"") == std::string::npos) return text;
   std::string quoted = "\"";
   for (char c : text) {
     if (c == '"') quoted += '"';
@@ -36,7 +39,8 @@ std::string no_device_reason() {
 
 std::string no_device_message() {
   const std::string why = no_device_reason();
-  return why.empty() ? "no GPU found" : "no GPU found: " + why;
+  // The reason may name a library path from the environment: shown through printable().
+  return why.empty() ? "no GPU found" : "no GPU found: " + printable(why);
 }
 
 namespace {

@@ -57,24 +57,6 @@ std::string truncate_to_width(std::string_view text, std::size_t width, std::str
   return cut + std::string(ellipsis);
 }
 
-std::string printable(std::string_view text) {
-  std::string out;
-  while (!text.empty()) {
-    ucs4_t character = 0;
-    const int length =
-        u8_mbtoucr(&character, reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
-    const std::size_t bytes = length > 0 ? static_cast<std::size_t>(length) : 1;
-    const bool control = character < 0x20 || (character >= 0x7f && character < 0xa0);
-    if (length <= 0 || control) {
-      out += '?';
-    } else {
-      out.append(text.substr(0, bytes));
-    }
-    text.remove_prefix(bytes);
-  }
-  return out;
-}
-
 namespace {
 
 // The UTF-8 character that starts at `text[at]` ends before the returned index.

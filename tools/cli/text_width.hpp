@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "gpumem/internal/printable_text.hpp"
+
 namespace gpumem::cli {
 
 // The columns UTF-8 `text` takes on a terminal: each character its Unicode width (East Asian
@@ -16,10 +18,10 @@ std::size_t display_width(std::string_view text);
 // (which fits in the width). Text without escape sequences only.
 std::string truncate_to_width(std::string_view text, std::size_t width, std::string_view ellipsis);
 
-// `text` safe to print on a terminal: control characters (C0, DEL, C1: an escape sequence in a
-// process's name could otherwise drive the terminal of whoever lists it) and bytes that are not
-// UTF-8 each become '?'.
-std::string printable(std::string_view text);
+// `text` safe to print on a terminal or in CSV: the library's one function
+// (gpumem/internal/printable_text.hpp: control, bidirectional and invisible characters and bytes
+// that are not UTF-8 shown as escapes such as \x1b and \u202e).
+using detail::printable;
 
 // `line` (no newline in it) wrapped to `width` columns, each line ended by a newline: words
 // (split at spaces) fill each line; the lines after the first start with `indent`; a word wider

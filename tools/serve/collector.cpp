@@ -4,6 +4,7 @@
 
 #include "gpumem/device.hpp"
 #include "gpumem/internal/clock.hpp"
+#include "gpumem/internal/printable_text.hpp"
 
 namespace gpumem::serve {
 
@@ -82,10 +83,12 @@ void Collector::collect_traces(Snapshot& snapshot) {
     if (std::string& logged = refusals_[spool]; logged != contents.refused) {
       // A directory trusted at the start may be replaced later (or appear, made by someone else).
       if (!contents.refused.empty()) {
-        std::cerr << "gpumem serve: refusing the spool directory " << spool.string() << ": "
-                  << contents.refused << "; its records are not exported\n";
+        std::cerr << "gpumem serve: refusing the spool directory "
+                  << detail::printable(spool.string()) << ": "
+                  << detail::printable(contents.refused) << "; its records are not exported\n";
       } else if (!logged.empty()) {
-        std::cerr << "gpumem serve: reading the spool directory " << spool.string() << " again\n";
+        std::cerr << "gpumem serve: reading the spool directory "
+                  << detail::printable(spool.string()) << " again\n";
       }
       logged = contents.refused;
     }

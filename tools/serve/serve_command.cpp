@@ -18,6 +18,7 @@
 #include "collector.hpp"
 #include "duration.hpp"
 #include "gpumem/diagnostics.hpp"
+#include "gpumem/internal/printable_text.hpp"
 #include "gpumem/internal/spool.hpp"
 #include "gpumem/publish.hpp"
 #include "help_page.hpp"
@@ -64,7 +65,8 @@ extern "C" void on_stop_signal(int) {
 }
 
 int usage_error(const std::string& message) {
-  std::cerr << "gpumem serve: " << message << "\n";
+  // Messages quote arguments and the web configuration's contents: shown through printable().
+  std::cerr << "gpumem serve: " << detail::printable(message) << "\n";
   return 2;
 }
 
@@ -198,7 +200,7 @@ int run_serve(const ServeOptions& options) {
     if (error.kind == ListenError::configuration) {
       return usage_error("invalid --web.config.file: " + error.message);
     }
-    std::cerr << "gpumem serve: " << error.message << "\n";
+    std::cerr << "gpumem serve: " << detail::printable(error.message) << "\n";
     return 1;
   }
   stats = &server->stats();
@@ -217,7 +219,8 @@ int run_serve(const ServeOptions& options) {
   const bool collected = loop->wait_for_first(10s);
   if (collected && *devices == 0) {
     std::string why = last_diagnostic();
-    std::cerr << "gpumem serve: no GPU found" << (why.empty() ? "" : " (" + why + ")")
+    std::cerr << "gpumem serve: no GPU found"
+              << (why.empty() ? "" : " (" + detail::printable(why) + ")")
               << "; serving the exporter's own metrics and published traces\n";
   } else if (!collected) {
     std::cerr << "gpumem serve: the driver has not answered in 10 s; serving, with "
@@ -225,7 +228,8 @@ int run_serve(const ServeOptions& options) {
   }
   const bool secured = server->tls() && !web.basic_auth_users.empty();
   if (!server->loopback() && !secured) {
-    std::cerr << "gpumem serve: warning: listening on " << options.listen << " beyond loopback "
+    std::cerr << "gpumem serve: warning: listening on " << detail::printable(options.listen)
+              << " beyond loopback "
               << "without " << (server->tls() ? "basic authentication" : "TLS")
               << (server->tls() || !web.basic_auth_users.empty() ? "" : " and basic authentication")
               << "; anyone who reaches it reads this node's GPU use (see --web.config.file)\n";

@@ -8,6 +8,7 @@
 #include "attribution/views.hpp"
 #include "commands.hpp"
 #include "output_file.hpp"
+#include "text_width.hpp"
 #include "usage.hpp"
 #include "width_options.hpp"
 
@@ -25,7 +26,7 @@ struct AttributionOptions {
 };
 
 void say(const std::string& message) {
-  std::cerr << "gpumem attribution: " << message << "\n";
+  std::cerr << "gpumem attribution: " << printable(message) << "\n";  // it may quote the file
 }
 
 std::optional<std::size_t> find(const attribution::Document& document, const char* which) {
@@ -71,7 +72,7 @@ int attribution_command(const AttributionOptions& options) {
   // An output on stdout ('-') takes the tables' place.
   const bool tables = options.svg_path != kStdoutPath && options.pprof_path != kStdoutPath &&
                       options.html_path != kStdoutPath;
-  if (tables && shown.empty()) std::cout << options.file << " holds no snapshot.\n";
+  if (tables && shown.empty()) std::cout << printable(options.file) << " holds no snapshot.\n";
   for (std::size_t at = 0; tables && at < shown.size(); ++at) {
     if (at > 0) std::cout << "\n";
     std::cout << attribution::top_table(*document, document->snapshots[shown[at]], options.top,
