@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "cli/command_runner.hpp"
 
@@ -111,6 +112,47 @@ TEST(UsageErrors, HelpShowsTheEnumWordsAndOneUsageLine) {
   EXPECT_NE(run.out.find("  -i,--interval SECONDS "), std::string::npos) << run.out;
   const CommandResult watch = run_command({gpumem_binary(), "watch", "--help"});
   EXPECT_NE(watch.out.find("  -n,--count REFRESHES "), std::string::npos) << watch.out;
+}
+
+// Issue 31: `gpumem run --help` wrote each description on one line, which an 80-column terminal
+// broke wherever the width fell ("Ev|ery"). Descriptions are wrapped at spaces to the width, in
+// their column, and no word is lost or broken.
+TEST(UsageErrors, HelpWrapsDescriptionsAtSpacesToTheWidth) {
+  const auto words = [](const std::string& text) {
+    std::vector<std::string> all;
+    std::istringstream in(text);
+    for (std::string word; in >> word;) all.push_back(word);
+    return all;
+  };
+  ::setenv("COLUMNS", "200", 1);
+  const CommandResult wide = run_command({gpumem_binary(), "run", "--help"});
+  for (const char* columns : {"80", "60"}) {
+    ::setenv("COLUMNS", columns, 1);
+    for (const char* command : {"run", "serve", "report", "diff", "attribution"}) {
+      const CommandResult help = run_command({gpumem_binary(), command, "--help"});
+      ASSERT_EQ(help.exit_code, 0) << command;
+      std::istringstream lines(help.out);
+      for (std::string line; std::getline(lines, line);) {
+        // The usage line is never cut; everything else fits.
+        if (line.rfind("Usage:", 0) == 0) continue;
+        std::size_t shown = 0;  // columns: UTF-8's continuation bytes take none
+        for (unsigned char byte : line) shown += (byte & 0xC0) != 0x80;
+        EXPECT_LE(shown, std::stoul(columns)) << command << " at " << columns << ":\n" << line;
+      }
+      if (std::string(command) == "run") {
+        EXPECT_EQ(words(help.out), words(wide.out)) << help.out;
+      }
+    }
+  }
+  ::unsetenv("COLUMNS");
+  ::setenv("COLUMNS", "80", 1);
+  const CommandResult run = run_command({gpumem_binary(), "run", "--help"});
+  EXPECT_NE(run.out.find(
+                "                              {local_rank} and {pid} are replaced. Every output\n"
+                "                              is a regular file (new or replaced) or '-'\n"),
+            std::string::npos)
+      << run.out;
+  ::unsetenv("COLUMNS");
 }
 
 std::string written_completion(const std::string& kind) {

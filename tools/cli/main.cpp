@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "gpumem/version.hpp"
 #include "serve_command.hpp"
+#include "terminal.hpp"
 #include "usage.hpp"
 
 namespace {
@@ -40,7 +41,9 @@ void drop_run_separator(const CLI::App& run, std::vector<std::string>& arguments
 int main(int argc, char** argv) {
   int exit_code = 0;
   CLI::App app{"gpumem: how much GPU memory programs use, and how high it peaks", "gpumem"};
-  gpumem::cli::install_usage(app);  // before the subcommands: they inherit it
+  // Before the subcommands: they inherit it. --help is wrapped to the terminal's width (80 into
+  // a pipe, as man pages are).
+  gpumem::cli::install_usage(app, gpumem::cli::output_width(1).value_or(80));
   app.set_version_flag("-V,--version", std::string("gpumem ") + gpumem::version);
   app.require_subcommand(1);
   gpumem::cli::add_list_command(app, exit_code);

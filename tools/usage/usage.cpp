@@ -15,20 +15,109 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "gpumem/internal/printable_text.hpp"
+
 namespace gpumem::cli {
 namespace {
 
-// CLI11's formatter, with each command's one usage line and what each checked option takes.
+// The columns `text` takes: its characters (UTF-8's continuation bytes take none). The help is
+// gpumem's own text, in which every character takes one column.
+std::size_t columns(const std::string& text) {
+  std::size_t count = 0;
+  for (unsigned char byte : text) count += (byte & 0xC0) != 0x80;
+  return count;
+}
+
+// `text` wrapped at spaces to `width` columns, each line after the first (and every line of a
+// paragraph after a '\n' in it) starting with `indent`; the first line starts after `used`
+// columns. A word longer than a line stays whole on a line of its own: a terminal that breaks
+// it is better than a word broken by gpumem.
+std::string wrapped(const std::string& text, std::size_t used, std::size_t width,
+                    const std::string& indent) {
+  std::string out;
+  std::size_t at_column = used;
+  bool line_empty = true;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t end = std::min(text.find_first_of(" \n", at), text.size());
+    const std::string word = text.substr(at, end - at);
+    if (!word.empty()) {
+      if (!line_empty && at_column + 1 + columns(word) > width) {
+        out += "\n" + indent;
+        at_column = columns(indent);
+        line_empty = true;
+      }
+      if (!line_empty) {
+        out += ' ';
+        ++at_column;
+      }
+      out += word;
+      at_column += columns(word);
+      line_empty = false;
+    }
+    if (end < text.size() && text[end] == '\n') {
+      out += "\n" + indent;
+      at_column = columns(indent);
+      line_empty = true;
+    }
+    at = end + 1;
+  }
+  return out;
+}
+
+// CLI11's formatter, with each command's one usage line and what each checked option takes, and
+// descriptions wrapped at spaces to the output's width (CLI11 2.1 writes each on one line, which a
+// terminal breaks wherever the width falls: "Ev|ery").
 class UsageFormatter : public CLI::Formatter {
  public:
   std::map<const CLI::App*, std::string> usages;
   // Options whose check names the value ("--interval abc: ..."), with what they take.
   std::map<const CLI::Option*, std::string> takes;
+  std::size_t width = 80;
 
   std::string make_usage(const CLI::App* app, std::string name) const override {
     const auto usage = usages.find(app);
     if (usage == usages.end()) return CLI::Formatter::make_usage(app, std::move(name));
     return "Usage: " + usage->second + "\n";
+  }
+
+  std::string make_option(const CLI::Option* option, bool is_positional) const override {
+    return two_columns(make_option_name(option, is_positional) + make_option_opts(option),
+                       make_option_desc(option));
+  }
+
+  std::string make_subcommand(const CLI::App* command) const override {
+    return two_columns(command->get_display_name(true), command->get_description());
+  }
+
+  std::string make_description(const CLI::App* app) const override {
+    return paragraph(CLI::Formatter::make_description(app));
+  }
+
+  std::string make_footer(const CLI::App* app) const override {
+    return paragraph(CLI::Formatter::make_footer(app));
+  }
+
+ private:
+  std::string paragraph(std::string text) const {
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    return text.empty() ? text : wrapped(text, 0, width, "") + "\n";
+  }
+
+  // "  NAME   description" as CLI11 lays it out, the description wrapped in its column (or, at
+  // widths where the column would be too narrow, under the name).
+  std::string two_columns(const std::string& name, const std::string& description) const {
+    const std::size_t column = get_column_width();
+    std::string out = "  " + name;
+    if (description.empty()) return out + "\n";
+    const bool narrow = width < column + 20;
+    const std::string indent(narrow ? 6 : column, ' ');
+    if (narrow || columns(out) >= column) {
+      out += "\n" + indent;
+    } else {
+      out += std::string(column - columns(out), ' ');
+    }
+    return out + wrapped(description, columns(indent), width, indent) + "\n";
   }
 };
 
@@ -210,8 +299,10 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-void install_usage(CLI::App& app) {
-  app.formatter(std::make_shared<UsageFormatter>());
+void install_usage(CLI::App& app, std::size_t help_width) {
+  auto formatter = std::make_shared<UsageFormatter>();
+  formatter->width = help_width;
+  app.formatter(formatter);
   set_usage(app, app.get_name() + " [OPTIONS] COMMAND [ARGS...]");
 }
 
@@ -283,7 +374,8 @@ void throw_unknown_option(const std::string& word) {
 int report_usage_error(const CLI::App& app, const CLI::ParseError& error) {
   const CLI::App& active = *active_command(app);
   const Message message = error_message(app, active, error);
-  std::cerr << full_name(active) << ": " << message.text << "\n";
+  // The message may quote any argument: shown through the one function for untrusted text.
+  std::cerr << full_name(active) << ": " << detail::printable(message.text) << "\n";
   if (message.with_usage) std::cerr << "Usage: " << usage_line(active) << "\n";
   return usage_status;
 }
@@ -294,6 +386,8 @@ std::string closest_name(const std::string& word, const std::vector<std::string>
     return letters == std::string::npos ? std::string{} : name.substr(letters);
   };
   const std::string typed = lowered(bare(word));
+  // A word far longer than any name is no typo of one (and its table would grow with it).
+  if (typed.size() > 64) return {};
   // One edit in four letters, two in up to nine, three beyond: a typo, not another word.
   const std::size_t allowed = std::min<std::size_t>(3, 1 + typed.size() / 5);
   std::string best;

@@ -3,6 +3,7 @@
 // and range of a bad value), all in one place. Every command's options are declared with these.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,8 +20,9 @@ namespace gpumem::cli {
 inline constexpr int usage_status = 2;
 
 // Installs the help formatter and the error messages on the top-level app; before any
-// subcommand is added (they inherit both).
-void install_usage(CLI::App& app);
+// subcommand is added (they inherit both). --help's descriptions are wrapped at spaces to
+// `help_width` columns (the terminal's).
+void install_usage(CLI::App& app, std::size_t help_width = 80);
 
 // The command's one usage line without "Usage: " ("gpumem run [OPTIONS] -- COMMAND [ARGS...]");
 // without one, CLI11's is used.
