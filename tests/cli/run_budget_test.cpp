@@ -114,7 +114,10 @@ TEST(RunBudget, ABadBudgetIsAUsageErrorAndNothingRuns) {
   SimGpu gpu(kOneH200WithContext);
   const std::string marker = temporary_folder() + "/ran";
   for (const auto& [budget, message] : std::vector<std::pair<std::string, std::string>>{
-           {"2", "--max-peak 2: no unit: write 2 GiB (binary) or 2 GB (decimal)"},
+           {"2",
+            "--max-peak 2: no unit: write 2GiB, or quote the size with its space ('2 GiB': "
+            "unquoted, the shell passes the unit as a word of its own)"},
+           {"0=2", "--max-peak 0=2: no unit: write 0=2GiB, or quote"},
            {"2 GiBs", "--max-peak 2 GiBs: unknown unit"},
            {"x=2GiB", "--max-peak x=2GiB: 'x' is not a CUDA device ordinal"},
            {"7=2GiB", "--max-peak 7=2GiB: GPU 7 is not measured (1 measured)"}}) {
@@ -124,6 +127,20 @@ TEST(RunBudget, ABadBudgetIsAUsageErrorAndNothingRuns) {
     EXPECT_NE(result.err.find(message), std::string::npos) << result.err;
     EXPECT_FALSE(std::filesystem::exists(marker)) << budget;
   }
+}
+
+// Issue 31: "--max-peak 2 GiB" unquoted is two words to the shell; the refusal says how to write
+// the size as one word, not to write what was typed, and nothing runs.
+TEST(RunBudget, ASizeTheShellSplitInTwoSaysHowToWriteItAsOneWord) {
+  SimGpu gpu(kOneH200WithContext);
+  const std::string marker = temporary_folder() + "/ran";
+  const CommandResult result =
+      run_command({gpumem_binary(), "run", "--max-peak", "2", "GiB", "--", "touch", marker});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err,
+            "gpumem run: --max-peak 2: no unit: write 2GiB, or quote the size with its space ('2 "
+            "GiB': unquoted, the shell passes the unit as a word of its own)\n");
+  EXPECT_FALSE(std::filesystem::exists(marker));
 }
 
 }  // namespace

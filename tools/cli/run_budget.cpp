@@ -26,6 +26,12 @@ std::optional<PeakBudget> parse_budget(const std::string& text, std::string* err
   std::string why;
   const std::optional<std::uint64_t> bytes = detail::parse_byte_size(size, &why);
   if (!bytes) {
+    // A bare number is most often "2 GiB" unquoted, which the shell hands over as two words:
+    // say how to write it as one, rather than to write what was typed.
+    if (why.rfind("no unit", 0) == 0) {
+      why = "no unit: write " + text + "GiB, or quote the size with its space ('" + text +
+            " GiB': unquoted, the shell passes the unit as a word of its own)";
+    }
     if (error != nullptr) *error = why;
     return std::nullopt;
   }
