@@ -1,6 +1,9 @@
 #include "web_config.hpp"
 
 #include <crypt.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -10,6 +13,7 @@
 #include <future>
 
 #include "basic_auth.hpp"
+#include "serve/exporter_process.hpp"
 #include "tls_context.hpp"
 
 namespace gpumem::serve {
@@ -115,6 +119,80 @@ TEST_F(WebConfigFile, NamesACertificateOrKeyThatCannotBeUsedAndWhy) {
   EXPECT_TRUE(error.starts_with("cannot use the certificate " + tls.cert_file.string() + ": "))
       << error;
   EXPECT_EQ(error.find("asio.ssl error"), std::string::npos) << error;
+}
+
+// A self-signed certificate for localhost and its key (EC P-256), as PEM files.
+bool write_self_signed(const fs::path& certificate, const fs::path& key) {
+  EVP_PKEY* pair = EVP_EC_gen("P-256");
+  X509* x509 = X509_new();
+  bool ok = pair != nullptr && x509 != nullptr;
+  if (ok) {
+    ASN1_INTEGER_set(X509_get_serialNumber(x509), 1);
+    X509_gmtime_adj(X509_getm_notBefore(x509), 0);
+    X509_gmtime_adj(X509_getm_notAfter(x509), 3600);
+    X509_set_pubkey(x509, pair);
+    X509_NAME* name = X509_get_subject_name(x509);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                               reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
+    X509_set_issuer_name(x509, name);
+    ok = X509_sign(x509, pair, EVP_sha256()) > 0;
+  }
+  if (ok) {
+    std::FILE* out = std::fopen(certificate.c_str(), "w");
+    ok = out != nullptr && PEM_write_X509(out, x509) == 1;
+    if (out != nullptr) std::fclose(out);
+  }
+  if (ok) {
+    std::FILE* out = std::fopen(key.c_str(), "w");
+    ok = out != nullptr &&
+         PEM_write_PrivateKey(out, pair, nullptr, nullptr, 0, nullptr, nullptr) == 1;
+    if (out != nullptr) std::fclose(out);
+  }
+  X509_free(x509);
+  EVP_PKEY_free(pair);
+  return ok;
+}
+
+// Issue 30: a web configuration with min_version = max_version = TLS10 started, and every
+// handshake then failed (this OpenSSL refuses TLS 1.0 and 1.1 at its security level). A range no
+// client can complete a handshake in is refused when the context is made; one it can is kept.
+TEST_F(WebConfigFile, ATlsRangeNoHandshakeCanCompleteInIsRefused) {
+  ASSERT_TRUE(write_self_signed(dir_ / "server.crt", dir_ / "server.key"));
+  TlsConfig tls;
+  tls.cert_file = dir_ / "server.crt";
+  tls.key_file = dir_ / "server.key";
+  for (const auto& [low, high] : {std::pair{"TLS12", ""}, std::pair{"TLS13", "TLS13"},
+                                  std::pair{"TLS12", "TLS12"}, std::pair{"TLS10", "TLS13"}}) {
+    tls.min_version = low;
+    tls.max_version = high;
+    std::string error;
+    EXPECT_TRUE(make_tls_context(tls, error)) << low << "-" << high << ": " << error;
+  }
+  for (const char* old : {"TLS10", "TLS11"}) {
+    tls.min_version = old;
+    tls.max_version = old;
+    std::string error;
+    EXPECT_FALSE(make_tls_context(tls, error)) << old;
+    EXPECT_TRUE(error.starts_with("no TLS client can connect with min_version " + std::string(old) +
+                                  " and max_version " + old + ": "))
+        << error;
+    EXPECT_NE(error.find("allow TLS12 or TLS13"), std::string::npos) << error;
+  }
+}
+
+TEST_F(WebConfigFile, TheExporterRefusesAnImpossibleTlsRangeAtStart) {
+  ASSERT_TRUE(write_self_signed(dir_ / "server.crt", dir_ / "server.key"));
+  std::ofstream(dir_ / "web.yml") << "tls_server_config:\n  cert_file: server.crt\n"
+                                     "  key_file: server.key\n  min_version: TLS10\n"
+                                     "  max_version: TLS10\n";
+  testing::ExporterProcess exporter(
+      {"--listen", "127.0.0.1:0", "--web.config.file", (dir_ / "web.yml").string()});
+  EXPECT_EQ(exporter.wait(), 2);
+  EXPECT_TRUE(
+      exporter.err().starts_with("gpumem serve: invalid --web.config.file: no TLS client "
+                                 "can connect with min_version TLS10 and max_version "
+                                 "TLS10: "))
+      << exporter.err();
 }
 
 TEST(BasicAuth, ParsesCredentials) {

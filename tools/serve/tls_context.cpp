@@ -38,6 +38,65 @@ int protocol_version(const std::string& name) {
   return 0;  // the library's newest
 }
 
+// The reason for the oldest error in OpenSSL's queue, in words; the queue is emptied.
+std::string queued_reason() {
+  const unsigned long code = ERR_peek_error();
+  const char* words = code != 0 ? ERR_reason_error_string(code) : nullptr;
+  ERR_clear_error();
+  return words != nullptr ? words : "the handshake failed";
+}
+
+// Why no client could complete a handshake with `server`, or "" when one can: a client limited
+// to the same versions shakes hands with it in memory (a BIO pair), client certificates aside.
+// The versions a configuration names can be ones the library refuses at its security level
+// (Debian's OpenSSL refuses TLS 1.0 and 1.1 at level 2): without this an exporter would start,
+// listen, and fail every scrape.
+std::string handshake_refusal(SSL_CTX* server_context, int min_version, int max_version) {
+  ERR_clear_error();
+  SSL_CTX* client_context = SSL_CTX_new(TLS_client_method());
+  if (client_context == nullptr) return queued_reason();
+  SSL_CTX_set_min_proto_version(client_context, min_version);
+  SSL_CTX_set_max_proto_version(client_context, max_version);
+  SSL_CTX_set_verify(client_context, SSL_VERIFY_NONE, nullptr);
+  SSL* client = SSL_new(client_context);
+  SSL* server = SSL_new(server_context);
+  BIO* client_end = nullptr;
+  BIO* server_end = nullptr;
+  std::string refusal;
+  if (client == nullptr || server == nullptr ||
+      BIO_new_bio_pair(&client_end, 0, &server_end, 0) != 1) {
+    refusal = queued_reason();
+  } else {
+    SSL_set_bio(client, client_end, client_end);
+    SSL_set_bio(server, server_end, server_end);
+    SSL_set_verify(server, SSL_VERIFY_NONE, nullptr);  // no client certificate in this one
+    SSL_set_connect_state(client);
+    SSL_set_accept_state(server);
+    bool client_done = false;
+    bool server_done = false;
+    // Each side's turn moves the handshake on; a few turns finish it (TLS 1.2 takes two round
+    // trips), and a side that fails ends it.
+    for (int turn = 0; turn < 16 && refusal.empty() && !(client_done && server_done); ++turn) {
+      for (auto [ssl, done] : {std::pair{client, &client_done}, std::pair{server, &server_done}}) {
+        if (*done || !refusal.empty()) continue;
+        const int result = SSL_do_handshake(ssl);
+        if (result == 1) {
+          *done = true;
+          continue;
+        }
+        const int why = SSL_get_error(ssl, result);
+        if (why != SSL_ERROR_WANT_READ && why != SSL_ERROR_WANT_WRITE) refusal = queued_reason();
+      }
+    }
+    if (refusal.empty() && !(client_done && server_done)) refusal = "the handshake did not finish";
+  }
+  SSL_free(client);  // each frees its end of the pair
+  SSL_free(server);
+  SSL_CTX_free(client_context);
+  ERR_clear_error();
+  return refusal;
+}
+
 }  // namespace
 
 std::unique_ptr<ssl::context> make_tls_context(const TlsConfig& config, std::string& error) {
@@ -82,6 +141,19 @@ std::unique_ptr<ssl::context> make_tls_context(const TlsConfig& config, std::str
     context->set_verify_mode(ssl::verify_peer | (require ? ssl::verify_fail_if_no_peer_cert : 0));
     // Request…/RequireAnyClientCert take any certificate, as the toolkit's do.
     if (!verify) context->set_verify_callback([](bool, ssl::verify_context&) { return true; });
+  }
+  const std::string refusal = handshake_refusal(native, protocol_version(config.min_version),
+                                                protocol_version(config.max_version));
+  if (!refusal.empty()) {
+    const bool old_only = config.max_version == "TLS10" || config.max_version == "TLS11";
+    error =
+        "no TLS client can connect with min_version " + config.min_version + " and max_version " +
+        (config.max_version.empty() ? "(the newest)" : config.max_version) + ": " + refusal +
+        (old_only
+             ? " (TLS 1.0 and 1.1 are refused at this OpenSSL's security level " +
+                   std::to_string(SSL_CTX_get_security_level(native)) + "; allow TLS12 or TLS13)"
+             : "");
+    return nullptr;
   }
   return context;
 }
