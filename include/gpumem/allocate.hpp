@@ -69,7 +69,8 @@ class DeviceAllocation {
 
 /**
  * @brief Allocates `bytes` of device memory with `cuMemAlloc`, making the device's primary
- * context current on the calling thread (and initialising CUDA if needed). Thread-safe.
+ * context current on the calling thread (and initialising CUDA if needed); a failed allocation
+ * leaves the thread's current context as it was. Thread-safe.
  * @param bytes the size in bytes
  * @param device a CUDA ordinal, or -1 (current_device) for the current one
  * @return the block; an invalid allocation on any failure (no driver, a bad device, out of memory:

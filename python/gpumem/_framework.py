@@ -57,17 +57,29 @@ def current_device() -> int:
     return _native.current_device
 
 
+def shown(value: object, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for messages about a caller's argument; an
+    object whose ``__repr__`` fails (or recurses) is shown by its type's name."""
+    try:
+        text = repr(value)
+        if not isinstance(text, str):
+            raise TypeError("__repr__ returned a non-string")
+    except Exception:  # noqa: BLE001 - a hostile object's repr must not fail the caller
+        try:
+            text = f"<{type(value).__qualname__} object>"
+        except Exception:  # noqa: BLE001
+            text = "<object>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _invalid(id: object, why: str) -> None:
-    shown = repr(id)
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
-    _native.note_diagnostic(f"{_diagnosis.ID_NOTE}{shown}: {why}; zeros returned")
+    _native.note_diagnostic(f"{_diagnosis.ID_NOTE}{shown(id)}: {why}; zeros returned")
 
 
 def _cuda_index(kind: object, index: object, id: object) -> Optional[int]:
     """The ordinal of a ``cuda`` device named as (type, index): index None is the current
     device."""
-    if kind != "cuda":
+    if not (isinstance(kind, str) and str.__eq__(kind, "cuda")):
         _invalid(id, "not a CUDA device")
         return None
     if index is None:
@@ -81,33 +93,63 @@ def _ordinal(index: Any, id: object) -> Optional[int]:
     except TypeError:
         _invalid(id, "not a device id")
         return None
+    if type(value) is not int:  # operator.index gives an int subclass as it is
+        value = int.__index__(value)
     if not 0 <= value <= _MAX_ORDINAL:
         _invalid(id, "no such device")
         return None
     return value
 
 
+def _string_device(id: str) -> Optional[int]:
+    """``"cuda"`` or ``"cuda:N"``, N in ASCII digits with no sign, underscore, space or leading
+    zero, as torch parses device strings (``int()`` would also read ``"0_1"``, ``"+1"``, ``" 1"``
+    and other scripts' digits such as ``"١"`` as numbers)."""
+    kind, colon, number = str.partition(str.__str__(id), ":")
+    if not colon:
+        return _cuda_index(kind, None, id)
+    if kind != "cuda":
+        _invalid(id, "not a CUDA device")
+        return None
+    if not (number.isascii() and number.isdigit()) or (len(number) > 1 and number[0] == "0"):
+        _invalid(id, "not a device id")
+        return None
+    if len(number) > len(str(_MAX_ORDINAL)):
+        _invalid(id, "no such device")
+        return None
+    return _ordinal(int(number), id)
+
+
+def _resolve(id: object) -> Optional[int]:
+    if id is None:
+        return current_device()
+    if isinstance(id, str):
+        return _string_device(id)
+    if isinstance(id, (int, float)):
+        return _ordinal(id, id)
+    if hasattr(id, "type") and hasattr(id, "index"):
+        return _cuda_index(getattr(id, "type"), getattr(id, "index"), id)
+    return _ordinal(id, id)
+
+
 def resolve_device(id: object) -> Optional[int]:
     """The CUDA ordinal that ``id`` names, or None (with a diagnostic) where it names none.
 
     ``None`` is the current device; ints and numpy integers are ordinals; ``torch.device`` (or
-    anything with ``type`` and ``index``) and strings ``"cuda"`` / ``"cuda:N"`` are the device
-    they name. Everything else (negative or huge numbers, floats, ``"cpu"``, other strings) names
-    no device: fastai.utils.mem answered those with zeros, and so do the callers here."""
-    if id is None:
-        return current_device()
-    if isinstance(id, str):
-        kind, _, number = id.strip().partition(":")
-        if not number:
-            return _cuda_index(kind, None, id)
+    anything with ``type`` and ``index``) and strings ``"cuda"`` / ``"cuda:N"`` (N in ASCII
+    digits, as torch writes it) are the device they name. Everything else (negative or huge
+    numbers, floats, ``"cpu"``, other strings, and objects whose ``__index__``, ``__getattr__``,
+    ``__eq__`` or ``__repr__`` raise or recurse) names no device: fastai.utils.mem answered those
+    with zeros, and so do the callers here. Never raises (but for ``KeyboardInterrupt`` and the
+    other exceptions that are not ``Exception``s)."""
+    try:
+        return _resolve(id)
+    except Exception as error:  # noqa: BLE001 - the documented API never raises for an id
         try:
-            return _cuda_index(kind, int(number), id)
-        except ValueError:
-            _invalid(id, "not a device id")
-            return None
-    if hasattr(id, "type") and hasattr(id, "index") and not isinstance(id, (int, float)):
-        return _cuda_index(getattr(id, "type"), getattr(id, "index"), id)
-    return _ordinal(id, id)
+            _invalid(id, f"not a device id ({type(error).__name__})")
+        except Exception:  # noqa: BLE001 - not even for a failure to describe it
+            pass
+        return None
 
 
 def note_not_visible(ordinal: int) -> None:

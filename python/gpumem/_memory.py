@@ -188,10 +188,11 @@ def gpu_mem_get_used_fast(gpu_handle) -> int:
         >>> used
         542
     """
-    if isinstance(gpu_handle, GpuHandle):
+    # type(), not isinstance(): an object's __class__ may raise, and this never does.
+    if type(gpu_handle) is GpuHandle:
         return _native.gpu_mem_get_used_fast(gpu_handle)
     pynvml = sys.modules.get("pynvml")
-    if pynvml is not None and isinstance(gpu_handle, (ctypes._Pointer, ctypes.c_void_p)):
+    if pynvml is not None and issubclass(type(gpu_handle), (ctypes._Pointer, ctypes.c_void_p)):
         try:
             return b2mb(pynvml.nvmlDeviceGetMemoryInfo(gpu_handle).used)
         except Exception:

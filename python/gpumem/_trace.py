@@ -47,9 +47,24 @@ def _utf8(note: Optional[str]) -> Optional[str]:
     return note.encode("utf-8", "replace").decode("utf-8")
 
 
-def _warn_once_without_gpu(source: str) -> None:
+def _warn_without_gpu(source: str, device: object, ordinal: Optional[int]) -> None:
+    """Why a trace measures nothing: an id that names none of the visible GPUs (said for each
+    such trace), or nothing that can measure at all (said once)."""
     global _warned_no_gpu
-    if source == "none" and not _warned_no_gpu:
+    if source != "none":
+        return
+    count = _native.device_count()
+    if count > 0 and (ordinal is None or ordinal >= count):
+        if ordinal is not None:
+            _framework.note_not_visible(ordinal)
+        warnings.warn(
+            f"gpumem.GPUMemTrace: GPU id {_framework.shown(device)} names none of the {count} "
+            "visible GPUs; the trace reports zeros",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return
+    if not _warned_no_gpu:
         _warned_no_gpu = True
         reason = _diagnosis.no_gpu_reason()
         warnings.warn(
@@ -179,7 +194,7 @@ class GPUMemTrace:
             no_cache=no_cache,
             attribute=bool(attribute),
         )
-        _warn_once_without_gpu(self._trace.source)
+        _warn_without_gpu(self._trace.source, device, ordinal)
 
     def start(self) -> None:
         """(Re)starts tracing: start and peak become the current level."""

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Optional
+import math
+import numbers
+from typing import Optional, Union
 
 from . import _diagnosis, _framework, _native
 
@@ -38,11 +40,36 @@ class DeviceMemory:
         return f"DeviceMemory({self.size} bytes on device {self.device}, {state})"
 
 
-def allocate(mb: float = 0, device: Optional[int] = None, *, nbytes: Optional[int] = None):
-    """Allocates ``mb`` MB (2**20 bytes), or exactly ``nbytes`` bytes, on GPU ``device`` (any id
+def _size(mb: object, nbytes: object) -> int:
+    """The bytes ``allocate`` was asked for; ValueError or TypeError saying, in one short line,
+    what is wrong (never a message as long as what it was given)."""
+    if nbytes is not None:
+        if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral):
+            raise TypeError(f"allocate: nbytes must be a whole number of bytes, not "
+                            f"{_framework.shown(nbytes)}")
+        return int(nbytes)
+    if isinstance(mb, str):
+        try:
+            return int(_native.parse_byte_size(str.__str__(mb)))
+        except ValueError as error:
+            raise ValueError(f"allocate: bad size {_framework.shown(mb)}: {error}") from None
+    if isinstance(mb, bool) or not isinstance(mb, numbers.Real):
+        raise TypeError(f"allocate: mb must be a number of MB or a size as text (\"1 GiB\"), "
+                        f"not {_framework.shown(mb)}")
+    scaled = float(mb) * MB
+    if not math.isfinite(scaled):
+        raise ValueError(f"allocate needs a positive size, not {_framework.shown(mb)} MB")
+    return int(scaled)
+
+
+def allocate(mb: Union[float, str] = 0, device: Optional[int] = None, *,
+             nbytes: Optional[int] = None):
+    """Allocates ``mb`` MB (2**20 bytes), a size written as text (``"1 GiB"``, ``"512 MB"``: the
+    units of ``gpumem run --max-peak``), or exactly ``nbytes`` bytes, on GPU ``device`` (any id
     ``gpu_mem_get`` takes; ``None``: the current device) with ``cuMemAlloc``, making the
-    device's primary context current. Raises MemoryError when the driver refuses (out of memory,
-    no GPU), ValueError for an id that names no GPU.
+    device's primary context current (a failed allocation leaves the current device as it was).
+    Raises MemoryError when the driver refuses (out of memory, no GPU), ValueError for an id that
+    names no GPU or a size that is not positive, TypeError for a size that is not one.
 
     Example::
 
@@ -53,7 +80,7 @@ def allocate(mb: float = 0, device: Optional[int] = None, *, nbytes: Optional[in
         >>> block
         DeviceMemory(67108864 bytes on device 1, freed)
     """
-    size = int(nbytes) if nbytes is not None else int(mb * MB)
+    size = _size(mb, nbytes)
     if size <= 0:
         raise ValueError("allocate needs a positive size")
     ordinal = _framework.resolve_device(device)

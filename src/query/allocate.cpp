@@ -22,13 +22,18 @@ DeviceAllocation device_allocate(std::size_t bytes, int id) noexcept {
   const int ordinal = id == current_device ? identity::current_ordinal() : id;
   int count = 0;
   if (ordinal < 0 || cuda.deviceGetCount(&count) != CUDA_SUCCESS || ordinal >= count) return {};
+  // A failed allocation leaves the calling thread's current context as it found it.
+  CUcontext previous = nullptr;
+  const bool known = cuda.ctxGetCurrent != nullptr && cuda.ctxGetCurrent(&previous) == CUDA_SUCCESS;
   CUcontext context = nullptr;
   CUresult rc = detail::primary_context(ordinal, context);
+  const bool switched = rc == CUDA_SUCCESS && context != previous;
   if (rc == CUDA_SUCCESS) rc = cuda.ctxSetCurrent(context);
   CUdeviceptr address = 0;
   if (rc == CUDA_SUCCESS) rc = cuda.memAlloc(&address, bytes);
   if (rc != CUDA_SUCCESS) {
     detail::note_cuda_failure(ordinal, "cuMemAlloc", rc);
+    if (known && switched) cuda.ctxSetCurrent(previous);
     return {};
   }
   return DeviceAllocation(address, bytes, ordinal);

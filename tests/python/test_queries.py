@@ -112,7 +112,7 @@ def test_ids_name_devices_as_torch_and_numpy_do(sim):
         held = allocate(64, device=1)  # device 1 becomes the current one
         emit(**{name: gpumem.gpu_mem_get(id) for name, id in [
             ("torch1", torch.device("cuda:1")), ("torch0", torch.device("cuda", 0)),
-            ("torch_current", torch.device("cuda")), ("string1", "cuda:1"), ("string0", " cuda:0"),
+            ("torch_current", torch.device("cuda")), ("string1", "cuda:1"), ("string0", "cuda:0"),
             ("string_current", "cuda"), ("numpy1", numpy.int64(1)), ("numpy0", numpy.uint8(0)),
             ("none", None), ("true", True)]})
     """)
