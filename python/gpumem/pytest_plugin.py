@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Generator, List, Optional, Tuple
 
@@ -25,7 +26,12 @@ from . import _attribution, _diagnosis, _framework, _native
 
 LIMIT_MARK = "limit_gpu_memory"
 LEAKS_MARK = "limit_gpu_leaks"
-JSON_FORMAT = "gpumem.pytest/1"
+JSON_SCHEMA = "gpumem.pytest/1"
+# A worker's report, as the controller reads it under pytest-xdist: one JSON line per test, each at
+# most this long (a test's figures take a few hundred bytes per device), read one at a time.
+_WORKER_LINE_CAP = 1 << 20
+_WORKER_KEY = "gpumem"
+_PROBLEMS_SHOWN = 3  # per worker: the lines of a bad report named, then how many more
 _STACKS_SHOWN = 5
 _MIB = 2**20
 
@@ -98,45 +104,100 @@ class _TestFigures:
         }
 
     @staticmethod
-    def from_json(document: Dict[str, Any]) -> "_TestFigures":
-        devices = [
-            _DeviceFigures(
-                device=int(d["device"]), source=str(d["source"]), quantity=str(d["quantity"]),
-                start=int(d["start"]), peak=int(d["peak"]), end=int(d["end"]), top=d.get("top"),
-            )
-            for d in document.get("devices", [])
-        ]
-        figures = _TestFigures(nodeid=str(document["nodeid"]), devices=devices,
-                              worker=document.get("worker"))
-        if document.get("over_limit"):
+    def from_json(document: object) -> "_TestFigures":
+        """A worker's record of one test (``as_json``), checked field by field: ValueError saying
+        what is wrong with it."""
+        if not isinstance(document, dict):
+            raise ValueError("a test's record is not an object")
+        devices = document.get("devices", [])
+        if not isinstance(devices, list):
+            raise ValueError("its devices are not a list")
+        figures = _TestFigures(nodeid=_text(document.get("nodeid"), "nodeid"),
+                               worker=_text(document.get("worker"), "worker", optional=True))
+        for entry in devices:
+            if not isinstance(entry, dict):
+                raise ValueError("a device's figures are not an object")
+            figures.devices.append(_DeviceFigures(
+                device=_whole(entry.get("device"), "device"),
+                source=_text(entry.get("source"), "source"),
+                quantity=_text(entry.get("quantity"), "quantity"),
+                start=_whole(entry.get("start"), "start"), peak=_whole(entry.get("peak"), "peak"),
+                end=_whole(entry.get("end"), "end"),
+                top=_text(entry.get("top"), "top", optional=True)))
+        if document.get("over_limit") is True:
             figures.failures.append("over a limit")
         return figures
+
+
+def _text(value: object, name: str, optional: bool = False) -> Any:
+    if value is None and optional:
+        return None
+    if type(value) is not str:
+        raise ValueError(f"its {name} is not text")
+    return value
+
+
+def _whole(value: object, name: str) -> int:
+    if type(value) is not int or not -2**63 <= value < 2**64:
+        raise ValueError(f"its {name} is not a whole number of bytes")
+    return value
+
+
+def _worker_records(text: object) -> Generator[Tuple[int, Any], None, None]:
+    """A worker's report (one JSON line per test), one ``(line number, record or ValueError)`` at
+    a time: no line is decoded beyond ``_WORKER_LINE_CAP`` characters, and nothing but the line
+    being read is held besides what the caller keeps."""
+    if not isinstance(text, str):
+        yield 0, ValueError("its report is not text")
+        return
+    at, number = 0, 0
+    while at < len(text):
+        end = text.find("\n", at, at + _WORKER_LINE_CAP + 1)
+        number += 1
+        if end < 0:
+            if len(text) - at > _WORKER_LINE_CAP:
+                yield number, ValueError(f"line {number} is over {_WORKER_LINE_CAP} characters")
+                end = text.find("\n", at + _WORKER_LINE_CAP)
+                at = len(text) if end < 0 else end + 1
+                continue
+            end = len(text)
+        line = text[at:end]
+        at = end + 1
+        if not line.strip():
+            continue
+        try:
+            yield number, _TestFigures.from_json(json.loads(line))
+        except (ValueError, RecursionError) as error:
+            yield number, ValueError(f"line {number}: {error}")
 
 
 def parse_size(text: object) -> int:
     """``text`` ("2 GiB", "512MB") as bytes, by gpumem's one parser of sizes (the one of
     ``gpumem run --max-peak``); ValueError saying what is wrong."""
     if not isinstance(text, str):
-        raise ValueError(f"expected a size as text, such as \"2 GiB\", not {text!r}")
-    return int(_native.parse_byte_size(text))
+        raise ValueError(f"expected a size as text, such as \"2 GiB\", not "
+                         f"{_framework.shown(text)}")
+    return int(_native.parse_byte_size(str.__str__(text)))
 
 
 def _limit(marker: Any) -> _Limit:
+    """A marker's budget; ValueError saying what is wrong with it (whatever its arguments do:
+    an object whose ``__repr__``, ``__index__`` or ``__getattr__`` raises is a bad argument)."""
     if len(marker.args) != 1 or set(marker.kwargs) - {"device"}:
         raise ValueError(f"takes one size and an optional device= "
                          f"(@pytest.mark.{marker.name}(\"2 GiB\", device=0))")
     text = marker.args[0]
     try:
         size = parse_size(text)
-    except ValueError as error:
-        raise ValueError(f"bad size {text!r}: {error}") from None
+    except Exception as error:  # noqa: BLE001 - a hostile size object's own errors included
+        raise ValueError(f"bad size {_framework.shown(text)}: {error}") from None
     device: Optional[int] = None
     named = marker.kwargs.get("device")
     if named is not None:
-        device = _framework.resolve_device(named)
+        device = _framework.resolve_device(named)  # never raises: None for what names no GPU
         if device is None:
-            raise ValueError(f"device={named!r} names no GPU")
-    return _Limit(marker.name, str(text), size, device)
+            raise ValueError(f"device={_framework.shown(named)} names no GPU")
+    return _Limit(marker.name, str.__str__(text), size, device)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -151,7 +212,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "0: none)")
     group.addoption(
         "--gpumem-json", metavar="FILE", default=None,
-        help="write every test's figures to FILE (JSON, gpumem.pytest/1)")
+        help="write every test's figures to FILE (JSON, gpumem.pytest/1; a regular file, new or "
+             "replaced, or '-' for stdout: checked before the first test)")
     group.addoption(
         "--gpumem-attribute", action="store_true", default=False,
         help="record the allocating stacks of every test (tests with a limit_gpu_memory marker "
@@ -171,6 +233,22 @@ def pytest_configure(config: pytest.Config) -> None:
         "GPU memory above its start, on the device or on any (with --gpumem)")
     if config.getoption("gpumem") or config.getini("gpumem"):
         config.pluginmanager.register(GPUMemPlugin(config), "gpumem-measure")
+
+
+def _check_json_path(config: pytest.Config, path: str) -> None:
+    """``--gpumem-json``'s file by gpumem's rule for every output (the library's: ``-`` or a
+    regular file, new or replaced; never through a link or into a special file), checked before
+    the first test rather than after the last; and not the file of pytest's own ``--junitxml``."""
+    if path == "-":
+        return
+    outputs = [("--gpumem-json", os.fsencode(path))]
+    refusal = _native.check_outputs(outputs)
+    junit = getattr(config.option, "xmlpath", None)
+    if refusal is None and junit and (_native.output_identity(os.fsencode(junit))
+                                      == _native.output_identity(os.fsencode(path))):
+        refusal = f"--junitxml and --gpumem-json both name {path}: each needs a file of its own"
+    if refusal is not None:  # it quotes the path: shown as gpumem shows untrusted text
+        raise pytest.UsageError(f"gpumem: {_native.printable(refusal.encode('utf-8', 'replace'))}")
 
 
 class _Session:
@@ -227,6 +305,7 @@ class GPUMemPlugin:
         self.config = config
         self.top = int(config.getoption("gpumem_top"))
         self.json_path: Optional[str] = config.getoption("gpumem_json")
+        self.problems: List[str] = []
         self.attribute_all = bool(config.getoption("gpumem_attribute"))
         self.limits: Dict[str, List[_Limit]] = {}
         self.bad_markers: Dict[str, str] = {}
@@ -236,6 +315,8 @@ class GPUMemPlugin:
         workerinput = getattr(config, "workerinput", None)
         if workerinput is not None:
             self.worker = str(workerinput.get("workerid"))
+        elif self.json_path:
+            _check_json_path(config, self.json_path)
 
     # Collection: every marker's size is read once, and a bad one stops the session (under
     # pytest-xdist, where a worker cannot stop it, it is an error of each test that has it).
@@ -248,7 +329,7 @@ class GPUMemPlugin:
                 for marker in item.iter_markers(name):
                     try:
                         limits.append(_limit(marker))
-                    except ValueError as error:
+                    except Exception as error:  # noqa: BLE001 - any bad marker is the test's
                         problems.append(f"{item.nodeid}: @pytest.mark.{name}: {error}")
             visible = _native.device_count() if limits else 0
             for limit in limits:
@@ -370,29 +451,49 @@ class GPUMemPlugin:
             self.session.close()
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is not None:
-            # Under pytest-xdist each worker measures its own tests; the controller combines them.
-            workeroutput["gpumem"] = json.dumps([r.as_json() for r in self.results])
+            # Under pytest-xdist each worker measures its own tests; the controller combines them,
+            # reading one line (one test) at a time.
+            workeroutput[_WORKER_KEY] = "".join(
+                json.dumps(r.as_json()) + "\n" for r in self.results)
             return
-        if self.json_path:
-            self._write_json(self.json_path)
+        if self.json_path and not self._write_json(self.json_path):
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the figures were lost
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         output = getattr(node, "workeroutput", None) or {}
-        for document in json.loads(output.get("gpumem", "[]")):
-            self.results.append(_TestFigures.from_json(document))
+        if _WORKER_KEY not in output:
+            return
+        name = str(getattr(getattr(node, "gateway", None), "id", None) or "a worker")
+        skipped = 0
+        for _, record in _worker_records(output[_WORKER_KEY]):
+            if isinstance(record, _TestFigures):
+                self.results.append(record)
+                continue
+            skipped += 1
+            if skipped <= _PROBLEMS_SHOWN:
+                self.problems.append(f"gpumem: {name}'s report: {record} (skipped)")
+        if skipped > _PROBLEMS_SHOWN:
+            self.problems.append(f"gpumem: {name}'s report: {skipped - _PROBLEMS_SHOWN} more lines "
+                                 "skipped")
 
-    def _write_json(self, path: str) -> None:
+    def _write_json(self, path: str) -> bool:
         document = {
-            "format": JSON_FORMAT,
+            "schema": JSON_SCHEMA,
             "devices": self._device_names(),
             "tests": [r.as_json() for r in self.results],
         }
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as out:
-            json.dump(document, out, indent=1)
-            out.write("\n")
+        text = json.dumps(document, indent=1) + "\n"
+        if path == "-":
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            return True
+        # By the rule checked at the session's start, again now (the path may have changed).
+        refusal = _native.write_output(os.fsencode(path), text.encode("utf-8"))
+        if refusal is not None:
+            self.problems.append(f"gpumem: --gpumem-json: {_native.printable(refusal.encode())}")
+        return refusal is None
 
     def _device_names(self) -> Dict[str, str]:
         try:
@@ -401,9 +502,13 @@ class GPUMemPlugin:
             return {}
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.worker is not None or self.top <= 0:
+        if self.worker is not None:
             return
         write = terminalreporter.write_line
+        for problem in self.problems:
+            write(problem)
+        if self.top <= 0:
+            return
         terminalreporter.write_sep("=", "GPU memory peaks (gpumem)")
         if not self.results:
             write("gpumem: no test ran")

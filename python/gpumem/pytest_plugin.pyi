@@ -5,7 +5,7 @@ import pytest
 
 LIMIT_MARK: str
 LEAKS_MARK: str
-JSON_FORMAT: str
+JSON_SCHEMA: str
 
 def parse_size(text: object) -> int: ...
 def pytest_addoption(parser: pytest.Parser) -> None: ...
@@ -21,6 +21,7 @@ class GPUMemPlugin:
     results: List[Any]
     session: Optional[Any]
     worker: Optional[str]
+    problems: List[str]
     def __init__(self, config: pytest.Config) -> None: ...
     def pytest_collection_modifyitems(self, items: List[pytest.Item]) -> None: ...
     def pytest_runtest_setup(self, item: pytest.Item) -> None: ...

@@ -12,5 +12,6 @@ void bind_allocate(pybind11::module_& module);
 void bind_cache(pybind11::module_& module);
 void bind_attribution(pybind11::module_& module);
 void bind_byte_size(pybind11::module_& module);
+void bind_output(pybind11::module_& module);
 
 }  // namespace gpumem::python

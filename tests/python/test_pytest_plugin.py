@@ -35,7 +35,7 @@ def run(pytester, monkeypatch, tmp_path):
 def figures(path) -> dict:
     """nodeid -> device -> that device's entry in the plugin's JSON."""
     document = json.loads(path.read_text())
-    assert document["format"] == "gpumem.pytest/1"
+    assert document["schema"] == "gpumem.pytest/1"
     return {
         test["nodeid"].split("::")[-1]: {d["device"]: d for d in test["devices"]}
         for test in document["tests"]
