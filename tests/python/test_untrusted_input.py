@@ -13,15 +13,13 @@ import importlib.util
 import json
 import os
 import stat
-import textwrap
 
 import pytest
 
 from conftest import A100_IDLE, H200_IDLE
+from test_pytest_plugin import run  # noqa: F401 - the plugin's tests' fixture: pytest in pytester
 
 pytest_plugins = ("pytester",)
-
-PLUGIN = ("-p", "gpumem.pytest_plugin", "-p", "no:cacheprovider")
 needs_xdist = pytest.mark.skipif(importlib.util.find_spec("xdist") is None,
                                  reason="pytest-xdist is not installed (python3-pytest-xdist)")
 
@@ -209,17 +207,6 @@ emit(refused=refused, current=list(gpumem.gpu_mem_get()), zero=list(gpumem.gpu_m
 """)
     assert result["refused"].startswith("cannot allocate")
     assert result["current"] == result["zero"]
-
-
-@pytest.fixture
-def run(pytester, monkeypatch, tmp_path):
-    monkeypatch.setenv("GPUMEM_SIM_STATE", str(tmp_path / "sim.state"))
-
-    def run_pytest(source: str, *args: str):
-        pytester.makepyfile(test_suite=textwrap.dedent(source))
-        return pytester.runpytest_subprocess(*PLUGIN, *args)
-
-    return run_pytest
 
 
 HOSTILE_MARKER = """\
