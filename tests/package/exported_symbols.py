@@ -27,6 +27,16 @@ SEAMS = {
     "gpumem::detail::process_running",
     "gpumem::detail::format_spool_record",
     "gpumem::detail::parse_byte_size",
+    "gpumem::detail::check_outputs",  # the output rule (output_file.hpp)
+    "gpumem::detail::check_writable",
+    "gpumem::detail::output_identity",
+    "gpumem::detail::write_output",
+    "gpumem::detail::OutputFile::open",
+    "gpumem::detail::OutputFile::write",
+    "gpumem::detail::OutputFile::commit",
+    "gpumem::detail::OutputFile::~OutputFile",
+    "gpumem::detail::printable",  # untrusted text shown safely (printable_text.hpp)
+    "gpumem::detail::hidden_character",
     "gpumem::detail::parse_spool_record",
     # inline (implicit) members of a seam's struct, emitted where they are used
     "gpumem::detail::PublishedTrace::PublishedTrace",
