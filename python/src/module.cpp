@@ -15,4 +15,5 @@ PYBIND11_MODULE(_native, module) {
   gpumem::python::bind_allocate(module);
   gpumem::python::bind_attribution(module);
   gpumem::python::bind_byte_size(module);
+  gpumem::python::bind_peak(module);
 }
