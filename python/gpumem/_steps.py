@@ -52,7 +52,7 @@ class StepPeak(NamedTuple):
     """
 
     window: str
-    index: int
+    number: int
     epoch: int
     device: int
     mode: str
@@ -126,12 +126,12 @@ class StepPeaks:
         ...         steps.start_step()
         ...         allocate(size).free()
         ...         [step] = steps.end_step()
-        ...         print(step.index, step.mode, step.rise // 2**20, step.end // 2**20)
+        ...         print(step.number, step.mode, step.rise // 2**20, step.end // 2**20)
         ...     [epoch] = steps.end_epoch()
         0 exact 100 64
         1 exact 300 64
         2 exact 200 64
-        >>> epoch.rise // 2**20, steps.take_highest()[0].index
+        >>> epoch.rise // 2**20, steps.take_highest()[0].number
         (300, 1)
     """
 
@@ -210,9 +210,9 @@ class StepPeaks:
         if not self._in_step:
             return []
         self._in_step = False
-        index = self.steps_done
+        number = self.steps_done
         self.steps_done += 1
-        records = [self._record("step", index, device, counter)
+        records = [self._record("step", number, device, counter)
                    for device, counter in zip(self._devices, self._step_counters)]
         highest = self._highest
         for slot, record in enumerate(records):
@@ -230,9 +230,9 @@ class StepPeaks:
         self._highest = [None] * len(self._devices)
         return taken
 
-    def _record(self, window: str, index: int, device: int, counter: Any) -> StepPeak:
+    def _record(self, window: str, number: int, device: int, counter: Any) -> StepPeak:
         mode, quantity, covers, start, end, peak, _, _, device_used_peak = counter.read()
-        return StepPeak(window, index, self.epoch, device, mode, quantity, start, peak,
+        return StepPeak(window, number, self.epoch, device, mode, quantity, start, peak,
                         peak - start, end, device_used_peak, _covers(covers))
 
     def close(self) -> None:

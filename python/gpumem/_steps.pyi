@@ -5,7 +5,7 @@ MIB: int
 
 class StepPeak(NamedTuple):
     window: str
-    index: int
+    number: int
     epoch: int
     device: int
     mode: str

@@ -1,4 +1,4 @@
-"""fastai (v2): ``PeakMemMetric``, the successor of fastai v1's ``fastai.callbacks.mem.PeakMemMetric``.
+"""fastai (v2): ``PeakMemMetric``, the successor of fastai v1's ``PeakMemMetric`` (fastai.callbacks.mem).
 
 It adds each epoch's GPU memory to the training table as v1's did (``gpu used``: what the epoch
 left held, ``gpu peak``: how far it peaked above that, MB, fastai.utils.mem's arithmetic), plus
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional
 
-from fastai.callback.core import Callback
-from fastai.learner import Recorder
+from fastai.callback.core import Callback  # type: ignore[import-not-found,unused-ignore]
+from fastai.learner import Recorder  # type: ignore[import-not-found,unused-ignore]
 
 from . import _native
 from ._memory import b2mb
@@ -43,7 +43,7 @@ def _training_device(learn: Any) -> Optional[Any]:
     return device if getattr(device, "type", None) == "cuda" else None
 
 
-class PeakMemMetric(Callback):
+class PeakMemMetric(Callback):  # type: ignore[misc,unused-ignore]
     """Each epoch's GPU memory as columns of fastai's training table, from exact per-step
     peaks: ``gpu used`` (MB the epoch left held above its start), ``gpu peak`` (MB it peaked
     above that) and ``gpu max`` (MB of its highest footprint, context included).

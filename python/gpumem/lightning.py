@@ -20,15 +20,15 @@ def _lightning() -> Any:
     """The Lightning the program uses: the one imported already, else ``lightning.pytorch``,
     else ``pytorch_lightning``. A Trainer takes only its own package's callbacks."""
     if "pytorch_lightning" in sys.modules and "lightning.pytorch" not in sys.modules:
-        import pytorch_lightning
+        import pytorch_lightning  # type: ignore[import-not-found,unused-ignore]
 
         return pytorch_lightning
     try:
-        import lightning.pytorch
+        import lightning.pytorch  # type: ignore[import-not-found,unused-ignore]
 
         return lightning.pytorch
     except ImportError:
-        import pytorch_lightning
+        import pytorch_lightning  # type: ignore[import-not-found,unused-ignore]
 
         return pytorch_lightning
 
@@ -43,7 +43,7 @@ def _training_device(pl_module: Any) -> Optional[Any]:
     return device if getattr(device, "type", None) == "cuda" else None
 
 
-class PeakMemCallback(_pl.Callback):  # type: ignore[misc,name-defined]
+class PeakMemCallback(_pl.Callback):  # type: ignore[misc,name-defined,unused-ignore]
     """Logs exact GPU memory peaks, per step and per epoch, with ``pl_module.log``.
 
     Each step the trainer writes its logs (every ``log_every_n_steps``), it logs, in MiB, the
@@ -149,7 +149,8 @@ def _writes_logs_now(trainer: Any) -> bool:
 def _gathered(pl_module: Any, figures: Dict[str, float], world: int) -> Dict[str, float]:
     """Every rank's figures, named per rank (``gpumem/rank{N}/…``): gathered from all ranks, so
     that each rank logs the same names and rank 0's logger writes every rank's."""
-    import torch  # Lightning's own dependency, imported already
+    # Lightning's own dependency, imported already.
+    import torch  # type: ignore[import-not-found,unused-ignore]
 
     names = list(figures)
     mine = torch.tensor([figures[name] for name in names], dtype=torch.float64,

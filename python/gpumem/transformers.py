@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from transformers import TrainerCallback
+from transformers import TrainerCallback  # type: ignore[import-not-found,unused-ignore]
 
 from ._steps import MIB, StepPeak, StepPeaks
 
 __all__ = ["PeakMemCallback", "add_first"]
 
 
-class PeakMemCallback(TrainerCallback):  # type: ignore[misc]
+class PeakMemCallback(TrainerCallback):  # type: ignore[misc,unused-ignore]
     """Adds exact GPU memory figures, in MiB, to the logs of every ``on_log`` that follows a
     training step: the highest step since the last log, ``gpu_step_peak_mib`` (its peak
     footprint, the CUDA context included), ``gpu_step_rise_mib`` (how far it rose over the
@@ -93,7 +93,7 @@ class PeakMemCallback(TrainerCallback):  # type: ignore[misc]
             figures[f"{name}_epoch_rise_mib"] = record.rise / MIB
         self._epoch_unlogged = []
         logs.update(figures)
-        if made_from_logs:
+        if made_from_logs and history is not None:
             history.update(figures)
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:

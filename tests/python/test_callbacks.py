@@ -63,7 +63,7 @@ def release(block):
     block.free()
 torch.cuda.memory_allocated = lambda device=None: sum(live.values())
 
-weights = hold({WEIGHTS})   # the model's weights, on the device through training (makes the context)
+weights = hold({WEIGHTS})   # the weights, on the device through training (they make the context)
 TRAIN_SPIKES, VALID_SPIKE = {TRAIN_SPIKES}, {VALID_SPIKE}
 truth = []     # per training step: the device's used MiB while its spike was held
 between = []   # torch.cuda.memory_allocated() after each step, as a between-steps logger reads it
@@ -123,19 +123,19 @@ callback = learn.peak_mem_metric
 emit(others=others, steps=steps, truth=truth, between=between, touched=touched,
      names=list(learn.recorder.metric_names), values=[list(v) for v in learn.recorder.values],
      epochs=[[r._asdict() for r in e] for e in callback.epochs],
-     highest=[[r.index for r in h] for h in callback.highest_steps])
+     highest=[[r.number for r in h] for h in callback.highest_steps])
 """)
     assert result["others"] == []
     spikes = check_truth(result, 8)
     assert len(result["steps"]) == 8
     for index, ([record], spike, held) in enumerate(zip(result["steps"], spikes, result["truth"])):
-        assert (record["index"], record["epoch"], record["mode"]) == (index, index // 4, "exact")
+        assert (record["number"], record["epoch"], record["mode"]) == (index, index // 4, "exact")
         assert record["peak"] == (held - H200_RESERVED) * MIB
         assert record["rise"] == spike * MIB
         assert record["start"] == record["end"] == at_rest()
     # The epochs include validation, whose forward held more than any training step.
     for number, [epoch] in enumerate(result["epochs"]):
-        assert (epoch["window"], epoch["index"]) == ("epoch", number)
+        assert (epoch["window"], epoch["number"]) == ("epoch", number)
         assert epoch["peak"] == at_rest() + VALID_SPIKE * MIB
         assert epoch["rise"] == VALID_SPIKE * MIB
     assert result["highest"] == [[1], [5]]
@@ -267,3 +267,57 @@ emit(others=others, history=trainer.state.log_history, truth=truth, between=betw
     # The Trainer's printer ran after the callback: what it printed has the figures.
     printed = [line for line in result.lines if "'gpu_step_peak_mib'" in line]
     assert len(printed) == 4
+
+
+def test_lightning_logs_every_ranks_figures_from_rank_zero(sim):
+    # Two ranks (DDP over gloo, processes forked by Lightning), each measuring its own process:
+    # rank 1's spikes are 1000 MiB larger. The trainer's logger writes from rank 0; it gets both.
+    result = run_with(sim, "lightning", """
+import pytorch_lightning as pl
+from pytorch_lightning.loggers import Logger
+from pytorch_lightning.utilities import rank_zero_only
+from torch.utils.data import DataLoader, TensorDataset
+from gpumem.lightning import PeakMemCallback
+pl.LightningModule._register_sharded_tensor_state_dict_hooks_if_available = lambda self: None
+
+class Recording(Logger):
+    name, version = "recording", 0
+    def log_hyperparams(self, *args, **kwargs):
+        pass
+    def log_metrics(self, metrics, step=None):
+        if rank_zero_only.rank == 0:
+            emit(**{f"row{step}_{len(metrics)}": {k: v for k, v in metrics.items()
+                                                 if k.startswith("gpumem/")}})
+
+class Module(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.model = Spiky()
+    def setup(self, stage):
+        TRAIN_SPIKES[:] = [s + 1000 * self.global_rank for s in TRAIN_SPIKES]
+    def training_step(self, batch, index):
+        return torch.nn.functional.mse_loss(self.model(batch[0]), batch[1])
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+trainer = pl.Trainer(accelerator="cpu", devices=2, strategy="ddp_fork", max_epochs=1,
+                     log_every_n_steps=1, logger=Recording(), callbacks=[PeakMemCallback()],
+                     enable_progress_bar=False, enable_model_summary=False,
+                     enable_checkpointing=False)
+trainer.fit(Module(), DataLoader(TensorDataset(x, y), batch_size=16))
+""")
+    rows = [figures for key, figures in sorted(result.values.items()) if figures]
+    steps = [row for row in rows if "gpumem/rank0/step_peak_mib" in row]
+    assert len(steps) == 2  # 32 samples per rank, 16 a batch
+    for row, spike in zip(steps, TRAIN_SPIKES):
+        for rank in (0, 1):
+            mine = {k.split("/", 2)[2]: v for k, v in row.items()
+                    if k.startswith(f"gpumem/rank{rank}/")}
+            assert mine["step_rise_mib"] == spike + 1000 * rank
+            # Each forked rank holds its own context and its spikes, not its parent's weights.
+            assert mine["footprint_mib"] == CONTEXT
+            assert mine["step_peak_mib"] == CONTEXT + spike + 1000 * rank
+            assert mine["exact"] == 1.0
+    [epoch] = [row for row in rows if "gpumem/rank0/epoch_peak_mib" in row]
+    assert epoch["gpumem/rank0/epoch_rise_mib"] == 300
+    assert epoch["gpumem/rank1/epoch_rise_mib"] == 1300

@@ -35,7 +35,7 @@ def test_each_step_has_its_exact_peak_that_a_between_steps_reading_misses(sim):
     sim.config = config
     result = sim.run(STEPS)
     records, held = result["records"], result["held"]
-    assert [r["index"] for r in records] == [0, 1, 2]
+    assert [r["number"] for r in records] == [0, 1, 2]
     for record, size, at_spike in zip(records, (100, 300, 200), held):
         assert record["window"] == "step" and record["device"] == 0
         assert record["mode"] == "exact" and record["quantity"] == "process footprint"
@@ -49,7 +49,7 @@ def test_each_step_has_its_exact_peak_that_a_between_steps_reading_misses(sim):
     # Between the steps the device held only the weights: the spikes left no trace there.
     assert result["between"] == [H200_RESERVED + 300 + 64] * 3
     assert result["epoch"]["window"] == "epoch" and result["epoch"]["rise"] == 300 * MIB
-    assert [r["index"] for r in result["highest"]] == [1] and result["again"] == []
+    assert [r["number"] for r in result["highest"]] == [1] and result["again"] == []
     # Re-baselining every step left the other reader's peak alone.
     assert result["trace"] == 300 * MIB
     assert result["devices"] == [0] and result["modes"] == ["exact"]
