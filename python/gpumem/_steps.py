@@ -156,7 +156,6 @@ class StepPeaks:
     def _ensure_open(self) -> None:
         if self._open:
             return
-        _framework.ensure_cache_hook()
         devices = _ordinals(self._requested)
         self._step_counters = [_native.PeakCounter(device=d, source=self._source)
                                for d in devices]

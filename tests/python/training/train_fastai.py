@@ -9,8 +9,8 @@ from spiky import Spiky, x, y
 data = DataLoaders.from_dsets(TensorDataset(x, y), TensorDataset(x[:32], y[:32]), bs=16,
                               num_workers=0)
 learn = Learner(data, Spiky(), loss_func=MSELoss(), cbs=PeakMemMetric())
-with learn.no_bar():  # the rows as plain lists here: a notebook or a terminal shows the table
-    learn.fit(2, 0.01)
+learn.fit(2, 0.01)  # each epoch's row (a table, with fastai.callback.progress imported)
 print(learn.recorder.metric_names)
-for highest in learn.peak_mem_metric.highest_steps:
-    print(highest)
+for [step] in learn.peak_mem_metric.highest_steps:  # each epoch's highest step (one device)
+    print(f"epoch {step.epoch}: step {step.number} peaked at {step.peak // 2**20} MiB, "
+          f"{step.rise // 2**20} MiB over its start ({step.mode})")
