@@ -21,3 +21,15 @@ if(TARGET gpumem_native)
     VERBATIM)
   add_dependencies(bench_pytest_plugin gpumem_native gpumem_sim)
 endif()
+
+# gpumem.StepPeaks' cost per training step against a bare step and one NVML read:
+# `cmake --build <build> --target bench_python_steps`.
+if(TARGET gpumem_native)
+  add_custom_target(bench_python_steps
+    COMMAND ${CMAKE_COMMAND} -E env PYTHONPATH=${CMAKE_BINARY_DIR}/python
+            ${GPUMEM_PYTHON_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/python_step_cost.py
+            --sim-dir ${GPUMEM_SIM_DIR}
+    USES_TERMINAL
+    VERBATIM)
+  add_dependencies(bench_python_steps gpumem_native gpumem_sim)
+endif()

@@ -7,7 +7,8 @@
 #   (default)  what the main job runs: the library, the gpumem command, the simulated GPU, the
 #              examples and the Python package, with the Debian packages they need
 #   --tests    also every test and benchmark, with the tools the tests use (GoogleTest, Chromium,
-#              Prometheus, PyTorch, …) and NVIDIA's Python packages in <build>/venv
+#              Prometheus, PyTorch, …), NVIDIA's Python packages in <build>/venv and the
+#              training frameworks the callback tests use in <build>/frameworks
 # Both build the same tree with the same flags: --tests after the default only adds targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,9 @@ if ((TESTS)); then
   TOOLS=(
     clang clang-format openssl python3-pytest python3-pytest-xdist ipython3 python3-torch
     python3-markdown-it prometheus tmux dpkg-dev file golang-go chromium
+    # What fastai imports with its Learner (tests of gpumem.fastai), built for Debian's numpy
+    # and torch; the frameworks themselves come from the package index (below).
+    python3-pandas python3-matplotlib python3-scipy python3-sklearn
   )
 fi
 missing_of() {  # the packages named that are not installed
@@ -108,6 +112,48 @@ if ((TESTS)) && ! venv_ready; then
   fi
 fi
 
+# The training frameworks that tests/python's callback tests train with (gpumem.fastai,
+# gpumem.lightning, gpumem.transformers), pinned to the last releases that take Debian's torch
+# 1.13 (python3-torch, a CPU build). Each goes into a folder of its own under <build>/frameworks
+# (pip --target, never the system), so each test imports its framework without the others; no
+# package is resolved (--no-deps: every dependency is named here or comes from Debian), so PyPI's
+# torch is never pulled. Installed alongside the build; a folder whose list has not changed is
+# kept. The packages are pure Python but for regex, safetensors and tokenizers (wheels).
+FRAMEWORKS_DIR="$BUILD/frameworks"
+FRAMEWORK_fastai=(fastai==2.7.15 fastcore==1.5.29 fastprogress==1.0.3 fastdownload==0.0.7)
+FRAMEWORK_lightning=(pytorch-lightning==2.2.5 torchmetrics==1.4.3 lightning-utilities==0.11.9
+  fsspec==2024.9.0 tqdm==4.66.5)
+FRAMEWORK_transformers=(transformers==4.46.3 tokenizers==0.20.3 accelerate==0.34.2
+  huggingface-hub==0.26.2 safetensors==0.4.5 regex==2024.9.11 filelock==3.16.1
+  fsspec==2024.9.0 tqdm==4.66.5)
+install_frameworks() {  # each framework whose folder lacks its pinned list
+  local name folder
+  for name in fastai lightning transformers; do
+    local -n pinned="FRAMEWORK_$name"
+    folder="$FRAMEWORKS_DIR/$name"
+    [ "$(cat "$folder/.pinned" 2>/dev/null)" != "${pinned[*]}" ] || continue
+    rm -rf "$folder"
+    /usr/bin/python3 -m pip install -q --disable-pip-version-check --no-deps \
+      --target "$folder" "${pinned[@]}" || return 1
+    echo "${pinned[*]}" >"$folder/.pinned"
+  done
+}
+FRAMEWORKS_LOG="$BUILD/setup-frameworks.log"
+FRAMEWORKS_PID=""
+if ((TESTS)); then
+  install_frameworks >"$FRAMEWORKS_LOG" 2>&1 &
+  FRAMEWORKS_PID=$!
+fi
+frameworks_installed() {
+  [ -n "$FRAMEWORKS_PID" ] || return 0
+  if ! wait "$FRAMEWORKS_PID"; then
+    tail -n 20 "$FRAMEWORKS_LOG" >&2
+    # Without them the build still works; the callback tests report themselves skipped.
+    echo "setup: could not install the training frameworks (log: $FRAMEWORKS_LOG)" >&2
+    [ "${CI:-}" != true ] || return 1
+  fi
+}
+
 # scripts/build_flags.sh: the flags every tree of the scripts shares (unity build, ccache).
 source scripts/build_flags.sh
 OPTIONS=(-DGPUMEM_BUILD_TESTS=OFF -DGPUMEM_BUILD_BENCH=OFF)
@@ -128,6 +174,8 @@ if ! build "$@" >>"$LOG" 2>&1; then
   grep -E "error|Error" "$LOG" | head -n 40 >&2 || tail -n 40 "$LOG" >&2
   echo "setup: the build failed (log: $LOG)" >&2
   tools_installed || true
+  frameworks_installed || true
   exit 1
 fi
 tools_installed
+frameworks_installed

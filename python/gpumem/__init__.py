@@ -6,7 +6,9 @@ A drop-in for ``fastai.utils.mem``: change ``from fastai.utils.mem import …`` 
 and importing never fails for lack of a GPU or driver: queries then return fastai.utils.mem's
 zeros. gpumem never imports torch or CuPy; it uses them when the program has.
 
-In IPython/Jupyter, ``%load_ext gpumem`` reports every cell's used and peak memory.
+In IPython/Jupyter, ``%load_ext gpumem`` reports every cell's used and peak memory. In training
+loops, ``StepPeaks`` gives each step's exact peak, and gpumem.fastai, gpumem.lightning and
+gpumem.transformers log it from each framework's callbacks.
 """
 
 from ._memory import (
@@ -34,6 +36,7 @@ from ._native import (
 from ._attribution import AttributionSnapshot, _python_frames, last_oom
 from ._memory import _GPUMemoryFields  # noqa: F401  (GPUMemory's base, named in the stubs)
 from ._trace import GPUMemTrace, SilentSwitch, TraceBytes, _SilentAttribute, gpu_mem_trace  # noqa: F401
+from ._steps import StepPeak, StepPeaks
 
 from ._native import version as __version__  # noqa: E402
 
@@ -44,6 +47,8 @@ __all__ = [
     "GPUMemory",
     "GPUMemTrace",
     "GpuHandle",
+    "StepPeak",
+    "StepPeaks",
     "TraceBytes",
     "b2mb",
     "device_count",

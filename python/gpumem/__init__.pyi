@@ -27,6 +27,10 @@ from ._native import (
     driver_version as driver_version,
     last_diagnostic as last_diagnostic,
 )
+from ._steps import (
+    StepPeak as StepPeak,
+    StepPeaks as StepPeaks,
+)
 from ._trace import (
     GPUMemTrace as GPUMemTrace,
     SilentSwitch as SilentSwitch,
@@ -41,6 +45,8 @@ __all__ = [
     "GPUMemory",
     "GPUMemTrace",
     "GpuHandle",
+    "StepPeak",
+    "StepPeaks",
     "TraceBytes",
     "b2mb",
     "device_count",

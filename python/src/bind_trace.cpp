@@ -22,15 +22,6 @@ namespace py = pybind11;
 namespace gpumem::python {
 namespace {
 
-Source parse_source(const std::string& name) {
-  for (Source source :
-       {Source::automatic, Source::exact, Source::reported, Source::sampled, Source::none}) {
-    if (to_string(source) == name) return source;
-  }
-  throw py::value_error("unknown source '" + name +
-                        "': expected automatic, exact, reported, sampled or none");
-}
-
 struct Trace {
   explicit Trace(TraceOptions options) : trace(std::move(options)) {}
   std::mutex mutex;
@@ -55,11 +46,7 @@ py::dict as_dict(const TraceBytes& bytes) {
   dict["delta_used"] = bytes.delta_used;
   dict["delta_peaked"] = bytes.delta_peaked;
   dict["quantity"] = std::string(to_string(bytes.quantity));
-  py::list covers;
-  for (std::uint32_t bit = 1; bit <= coverage::other_processes; bit <<= 1) {
-    if ((bytes.reading.covers & bit) != 0) covers.append(describe_coverage(bit));
-  }
-  dict["covers"] = py::tuple(covers);
+  dict["covers"] = coverage_names(bytes.reading.covers);
   dict["description"] = describe(bytes.reading);
   dict["device_used_start"] = bytes.reading.device_used_start_bytes;
   dict["device_used_end"] = bytes.reading.device_used_current_bytes;
@@ -84,6 +71,15 @@ std::unique_ptr<Trace> make_trace(bool silent, std::optional<std::string> ctx, b
 }
 
 }  // namespace
+
+Source parse_source(const std::string& name) {
+  for (Source source :
+       {Source::automatic, Source::exact, Source::reported, Source::sampled, Source::none}) {
+    if (to_string(source) == name) return source;
+  }
+  throw py::value_error("unknown source '" + name +
+                        "': expected automatic, exact, reported, sampled or none");
+}
 
 void bind_trace(py::module_& module) {
   using Subctx = std::optional<std::string>;

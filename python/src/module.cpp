@@ -16,4 +16,5 @@ PYBIND11_MODULE(_native, module) {
   gpumem::python::bind_attribution(module);
   gpumem::python::bind_byte_size(module);
   gpumem::python::bind_output(module);
+  gpumem::python::bind_peak(module);
 }

@@ -70,3 +70,17 @@ def attribution() -> None:
 def pytest_budgets() -> None:
     budget: int = parse_size("2 GiB")
     print(LIMIT_MARK, budget)
+
+
+def training_steps() -> None:
+    with StepPeaks("all", source="automatic") as steps:
+        steps.start_epoch()
+        for _ in range(3):
+            steps.start_step()
+            records: List[StepPeak] = steps.end_step()
+            rises: List[int] = [record.rise for record in records]
+            print(rises, steps.last_step[0].mode if steps.last_step else None)
+        epoch: List[StepPeak] = steps.end_epoch()
+        highest: List[StepPeak] = steps.take_highest()
+        modes: List[str] = steps.modes
+        print(epoch, highest, modes, steps.devices, steps.steps_done)
