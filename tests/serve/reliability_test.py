@@ -12,6 +12,13 @@ lock) from other loopback addresses (127.0.0.10 and up: other clients), for ATTA
 During each, the scraper (127.0.0.1, kept alive, every 25 ms, as Prometheus would) must succeed
 in at least 99 % of its scrapes with a p99 latency of at most 50 ms.
 
+Every scraper also scrapes, in the same rounds and the same way, a twin of its exporter that no
+attack touches (the control): what the machine's load costs a scrape shows there too, so each bar
+is eased by what the control lost in that phase (its failed scrapes; the p99 bar scaled by how
+many times its p99 exceeded an idle machine's 10 ms). On an idle machine the control loses
+nothing and the bars are the fixed ones; on a loaded one a scrape is failed by the attack, not by
+the scheduler (the suite once failed only under load: a bug of the test).
+
 Then, for HOLD_SECONDS each, attacks on the connections that have been answered or are being
 answered, from 127.0.0.2-5 (16 connections each) and from the scrapers' own address 127.0.0.1 (16):
   close-hold[-own]  one request asking to close after the answer, the connection then held open
@@ -59,6 +66,9 @@ MiB = 1 << 20
 ATTACK_SECONDS = 5
 SCRAPE_EVERY = 0.025
 MAX_P99_MS = 50.0
+# The p99 a control (an unattacked twin of the exporter, below) stays under on an idle machine:
+# a control slower than this says the machine is loaded, and each bar is scaled by how much.
+CONTROL_P99_MS = 10.0
 MIN_SUCCESS = 0.99
 MAX_GROWTH_MIB = 24
 SKIP = 77
@@ -250,42 +260,53 @@ def attack(kind, port, seconds):
 
 class Scraper(threading.Thread):
     """Scrapes like Prometheus: one kept-alive connection, reopened (and the scrape retried
-    once) when the exporter closed it while idle."""
+    once) when the exporter closed it while idle.
 
-    def __init__(self, port):
+    Each round it also scrapes the same way a twin of the exporter that no attack touches (the
+    control, `control_port`): the same program with the same work, on the same machine, at the
+    same moment, from the same thread. What the control's scrapes took is what the machine's
+    load alone costs a scrape, so a phase is judged against it (`judge`), not against a fixed
+    figure that a loaded machine misses whatever the exporter does."""
+
+    def __init__(self, port, control_port):
         super().__init__(daemon=True)
-        self.port, self.stop, self.results = port, threading.Event(), []
-        self.connection = None
+        self.stop, self.results, self.control_results = threading.Event(), [], []
+        self.targets = [[port, None, self.results], [control_port, None, self.control_results]]
 
-    def once(self):
-        self.retried = False
+    def connect(self, port):
+        return http.client.HTTPConnection("127.0.0.1", port, timeout=2,
+                                          source_address=("127.0.0.1", 0))
+
+    def once(self, target):
+        """One scrape of `target` ([port, connection, results]): (ok, retried)."""
         for attempt in range(2):
-            self.retried = attempt > 0
-            reused = self.connection is not None
+            reused = target[1] is not None
             if not reused:
-                self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2,
-                                                             source_address=("127.0.0.1", 0))
+                target[1] = self.connect(target[0])
             try:
-                self.connection.request("GET", "/metrics")
-                response = self.connection.getresponse()
+                target[1].request("GET", "/metrics")
+                response = target[1].getresponse()
                 body = response.read()
-                return response.status == 200 and b"gpumem_device_up{" in body
+                return response.status == 200 and b"gpumem_device_up{" in body, attempt > 0
             except (OSError, http.client.HTTPException):
-                self.connection.close()
-                self.connection = None
+                target[1].close()
+                target[1] = None
                 if not reused:
-                    return False
-        return False
+                    return False, attempt > 0
+        return False, True
 
     def run(self):
         while not self.stop.is_set():
-            start = time.monotonic()
-            ok = self.once()
-            self.results.append((start, ok, (time.monotonic() - start) * 1000, self.retried))
-            self.stop.wait(max(0.0, SCRAPE_EVERY - (time.monotonic() - start)))
+            began = time.monotonic()
+            for target in self.targets:
+                start = time.monotonic()
+                ok, retried = self.once(target)
+                target[2].append((start, ok, (time.monotonic() - start) * 1000, retried))
+            self.stop.wait(max(0.0, SCRAPE_EVERY - (time.monotonic() - began)))
 
-    def between(self, start, end):
-        return [r for r in self.results if start <= r[0] < end]
+    def between(self, start, end, control=False):
+        results = self.control_results if control else self.results
+        return [r for r in results if start <= r[0] < end]
 
 
 class FreshScraper(Scraper):
@@ -293,20 +314,15 @@ class FreshScraper(Scraper):
 
     headers = {"Connection": "close"}
 
-    def connect(self):
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=2,
-                                          source_address=("127.0.0.1", 0))
-
-    def once(self):
-        self.retried = False
-        connection = self.connect()
+    def once(self, target):
+        connection = self.connect(target[0])
         try:
             connection.request("GET", "/metrics", headers=self.headers)
             response = connection.getresponse()
             body = response.read()
-            return response.status == 200 and b"gpumem_device_up{" in body
+            return response.status == 200 and b"gpumem_device_up{" in body, False
         except (OSError, http.client.HTTPException):
-            return False
+            return False, False
         finally:
             connection.close()
 
@@ -315,15 +331,34 @@ class TlsScraper(FreshScraper):
     """Scrapes over TLS with basic authentication on a new connection each time (a handshake
     for each scrape, as Prometheus needs after a timeout): no retry, a 503 is a failure."""
 
-    def __init__(self, port, cert):
-        super().__init__(port)
+    def __init__(self, port, control_port, cert):
+        super().__init__(port, control_port)
         self.context = ssl.create_default_context(cafile=cert)
         self.headers = {"Connection": "close", "Authorization": "Basic " + base64.b64encode(
             ("prometheus:" + PASSWORD).encode()).decode()}
 
-    def connect(self):
-        return http.client.HTTPSConnection("127.0.0.1", self.port, context=self.context,
+    def connect(self, port):
+        return http.client.HTTPSConnection("127.0.0.1", port, context=self.context,
                                            timeout=2, source_address=("127.0.0.1", 0))
+
+
+def judge(results, control, least):
+    """Whether a phase's scrapes pass, and the bars they were held to: at least `least` of them
+    successful and a p99 of at most MAX_P99_MS, each bar eased by what the control (the
+    unattacked twin, scraped in the same rounds) lost to the machine's load in that phase: the
+    share of its scrapes that failed, and the p99 bar scaled by how many times slower than on an
+    idle machine (CONTROL_P99_MS) its p99 was. A process that gets a fraction of a core does
+    the same work in that many times the time, the exporter's work for the attack included; on
+    an idle machine the control loses nothing and the bars are the fixed ones."""
+    ok = [r for r in results if r[1]]
+    success = len(ok) / len(results) if results else 0
+    p99 = percentile([r[2] for r in ok], 0.99)
+    control_ok = [r for r in control if r[1]]
+    control_lost = 1 - len(control_ok) / len(control) if control else 0
+    control_p99 = percentile([r[2] for r in control_ok], 0.99) if control_ok else 0
+    least = least - control_lost
+    most_p99 = MAX_P99_MS * max(1.0, control_p99 / CONTROL_P99_MS)
+    return success >= least and p99 <= most_p99, success, p99, least, most_p99, control_p99
 
 
 class CpuPressure(threading.Thread):
@@ -512,6 +547,14 @@ def main():
         secure, secure_port = start_exporter(gpumem, env, work, "tls",
                                              ["--web.config.file", web_config])
         processes.append(secure)
+        # Their twins, which no attack touches: the controls each scraper also scrapes.
+        control, control_port = start_exporter(gpumem, env, work, "control", [
+            "--max-connections", "64", "--max-connections-per-client", "16",
+            "--request-timeout", "2s"])
+        processes.append(control)
+        secure_control, secure_control_port = start_exporter(
+            gpumem, env, work, "tls-control", ["--web.config.file", web_config])
+        processes.append(secure_control)
 
         prometheus_port = free_port()
         config = os.path.join(work, "prometheus.yml")
@@ -542,7 +585,7 @@ def main():
 
         pressure = CpuPressure()
         pressure.start()
-        scraper = Scraper(plain_port)
+        scraper = Scraper(plain_port, control_port)
         scraper.start()
         wait_for("the process to show", lambda: scalar(
             prometheus_port, 'gpumem_process_memory_used_bytes{job="plain"}'), timeout=20)
@@ -572,7 +615,7 @@ def main():
 
         chosen = os.environ.get("GPUMEM_RELIABILITY_ATTACKS")
         chosen = chosen.split(",") if chosen else None
-        fresh = FreshScraper(plain_port)
+        fresh = FreshScraper(plain_port, control_port)
         for kind in ("slowloris", "idle", "connections", "pipelined") + HOLD_ATTACKS:
             if chosen is not None and kind not in chosen:
                 continue
@@ -586,7 +629,7 @@ def main():
         fresh.stop.set()
         if fresh.is_alive():
             fresh.join()
-        tls_scraper = TlsScraper(secure_port, cert)
+        tls_scraper = TlsScraper(secure_port, secure_control_port, cert)
         for kind in TLS_ATTACKS:
             if chosen is not None and kind not in chosen:
                 continue
@@ -613,23 +656,26 @@ def main():
                 loaded = pressure.during(start, end)
                 loaded = "" if loaded is None else ", CPU pressure %.0f %%" % (100 * loaded)
                 ok = [r for r in results if r[1]]
-                success = len(ok) / len(results) if results else 0
-                p99 = percentile([r[2] for r in ok], 0.99)
+                passed, success, p99, bar, most_p99, control_p99 = judge(
+                    results, source.between(start, end, control=True), least)
                 print("%-16s %4d scrapes, %6.2f %% successful, p50 %5.1f ms, p99 %5.1f ms, "
-                      "max %6.1f ms%s" % (kind + who, len(results), 100 * success,
-                                          percentile([r[2] for r in ok], 0.5), p99,
-                                          max([r[2] for r in ok], default=0),
-                                          "" if who else loaded), flush=True)
+                      "max %6.1f ms (control p99 %5.1f ms)%s" % (
+                          kind + who, len(results), 100 * success,
+                          percentile([r[2] for r in ok], 0.5), p99,
+                          max([r[2] for r in ok], default=0), control_p99,
+                          "" if who else loaded), flush=True)
                 shown = 0
                 for r in results:
-                    if (not r[1] or r[2] > MAX_P99_MS) and shown < 10:
+                    if (not r[1] or r[2] > most_p99) and shown < 10:
                         shown += 1
                         print("  %s scrape at %.2f s: %.1f ms%s" % (
                             "a slow" if r[1] else "a failed", r[0] - quiet_start, r[2],
                             ", retried on a new connection" if r[3] else ""), flush=True)
-                if success < least or p99 > MAX_P99_MS:
-                    problems.append("%s%s: %.2f %% successful, p99 %.1f ms%s"
-                                    % (kind, who, 100 * success, p99, loaded))
+                if not passed:
+                    problems.append("%s%s: %.2f %% successful (at least %.2f %%), p99 %.1f ms "
+                                    "(at most %.1f ms, the control's being %.1f ms)%s"
+                                    % (kind, who, 100 * success, 100 * bar, p99, most_p99,
+                                       control_p99, loaded))
         print("exporter memory: %.1f MiB, then %+.1f MiB after the attacks" % (baseline, grown),
               flush=True)
         if grown > MAX_GROWTH_MIB:
