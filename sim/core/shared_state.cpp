@@ -22,7 +22,7 @@ namespace gpumem::sim {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x31534d454d555047ull;  // "GPUMEMS1"
-constexpr std::uint32_t kLayoutVersion = 4;
+constexpr std::uint32_t kLayoutVersion = 5;
 constexpr std::uint32_t kClaiming = 0xFFFFFFFEu;
 constexpr std::uint32_t kReclaiming = 0xFFFFFFFFu;
 constexpr std::int64_t kReclaimIntervalNs = 5'000'000;
@@ -295,6 +295,9 @@ bool SharedState::charge(unsigned index, std::uint64_t bytes) {
     while (bytes <= capacity - std::min(used, capacity)) {
       if (usage.used.compare_exchange_weak(used, used + bytes)) {
         usage.slots[slot].bytes.fetch_add(bytes);
+        std::uint64_t peak = usage.used_peak.load(std::memory_order_relaxed);
+        while (used + bytes > peak && !usage.used_peak.compare_exchange_weak(peak, used + bytes)) {
+        }
         return true;
       }
     }

@@ -15,7 +15,7 @@
 namespace gpumem::sim {
 
 inline constexpr unsigned kMaxDevices = 16;
-inline constexpr unsigned kMaxSlots = 64;
+inline constexpr unsigned kMaxSlots = 256;
 inline constexpr std::uint64_t kMiB = 1ull << 20;
 
 struct DeviceRecord {
@@ -37,6 +37,9 @@ struct UsageSlot {
 
 struct DeviceUsage {
   std::atomic<std::uint64_t> used;  // sum of the slots' bytes
+  // The highest `used` since the state was made: what the device held at its peak, the figure a
+  // test asserts gpumem's peaks against (no NVIDIA interface reports it; `gpumem-sim show`).
+  std::atomic<std::uint64_t> used_peak;
   std::atomic<std::uint32_t> lost;
   UsageSlot slots[kMaxSlots];
 };
@@ -88,6 +91,10 @@ class SharedState {
   // Cheap: processes that no longer exist are reclaimed at most every few milliseconds from here
   // (zombies and reused pids wait for the next process query).
   MemoryNumbers memory(unsigned index);
+  // The highest `used` the device reached (DeviceUsage::used_peak).
+  std::uint64_t used_peak(unsigned index) const {
+    return file_->usage[index].used_peak.load(std::memory_order_acquire);
+  }
   // Exact: the device's dead processes (zombies and reused pids too) are reclaimed first.
   std::vector<ProcessUsage> processes(unsigned index);
   // Every device's dead processes; `thorough` also reads /proc to catch zombies and reused pids.

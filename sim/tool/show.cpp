@@ -31,6 +31,7 @@ std::string state_json(SharedState& state) {
                                {"total_bytes", memory.total},
                                {"reserved_bytes", memory.reserved},
                                {"used_bytes", memory.used},
+                               {"used_peak_bytes", state.used_peak(i)},
                                {"free_bytes", memory.free()},
                                {"context_bytes", device.context_bytes},
                                {"lost", state.lost(i)},

@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +13,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "driver/abi/cuda.hpp"
@@ -339,6 +342,41 @@ class Workload {
       check(cuda_.memAlloc(&pointer, bytes), "cuMemAlloc_v2");
       hold_for(duration);
       check(cuda_.memFree(pointer), "cuMemFree_v2");
+    } else if (op == "churn") {
+      const std::string& count = word(step, 1, "thread count");
+      char* end = nullptr;
+      const long threads = std::strtol(count.c_str(), &end, 10);
+      if (*end != '\0' || threads < 1 || threads > 64)
+        throw StepError("bad thread count \"" + count + "\" (1 to 64)");
+      const std::uint64_t bytes = size_argument(step, 2);
+      const auto duration = duration_argument(step, 3);
+      ensure_context();
+      CUcontext context = nullptr;
+      check(cuda_.ctxGetCurrent(&context), "cuCtxGetCurrent");
+      const auto until = std::chrono::steady_clock::now() + duration;
+      std::atomic<CUresult> failed{CUDA_SUCCESS};
+      std::vector<std::thread> workers;
+      for (long index = 0; index < threads; ++index) {
+        workers.emplace_back([&] {
+          if (const CUresult set = cuda_.ctxSetCurrent(context); set != CUDA_SUCCESS) {
+            failed.store(set);
+            return;
+          }
+          while (std::chrono::steady_clock::now() < until) {
+            CUdeviceptr pointer = 0;
+            if (const CUresult result = cuda_.memAlloc(&pointer, bytes); result != CUDA_SUCCESS) {
+              failed.store(result);
+              return;
+            }
+            if (const CUresult result = cuda_.memFree(pointer); result != CUDA_SUCCESS) {
+              failed.store(result);
+              return;
+            }
+          }
+        });
+      }
+      for (std::thread& worker : workers) worker.join();
+      check(failed.load(), "cuMemAlloc_v2/cuMemFree_v2");
     } else if (op == "sleep") {
       hold_for(duration_argument(step, 1));
     } else if (op == "fork") {

@@ -10,6 +10,7 @@
 namespace gpumem::detail {
 
 std::atomic<const CallWatcher*> g_call_observer{nullptr};
+std::atomic<const ContextWatcher*> g_context_observer{nullptr};
 
 namespace {
 
@@ -34,6 +35,10 @@ void replace(std::atomic<const Entry*>& current, const Entry* next) noexcept {
 
 void set_call_observer(CallObserver fn, void* ctx) noexcept {
   replace(g_call_observer, fn == nullptr ? nullptr : new (std::nothrow) CallWatcher{fn, ctx});
+}
+
+void set_context_observer(ContextObserver fn, void* ctx) noexcept {
+  replace(g_context_observer, fn == nullptr ? nullptr : new (std::nothrow) ContextWatcher{fn, ctx});
 }
 
 }  // namespace gpumem::detail

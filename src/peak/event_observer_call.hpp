@@ -18,6 +18,19 @@ struct CallWatcher {
 // are never freed: a call may still be calling one (event_observer.cpp).
 extern std::atomic<const CallWatcher*> g_call_observer;
 
+struct ContextWatcher {
+  ContextObserver fn;
+  void* ctx;
+};
+extern std::atomic<const ContextWatcher*> g_context_observer;
+
+// Calls the context observer, if one is set.
+inline void notify_context_observer() noexcept {
+  if (const ContextWatcher* observer = g_context_observer.load(std::memory_order_acquire)) {
+    observer->fn(observer->ctx);
+  }
+}
+
 // Calls the call observer, if one is set.
 inline void notify_call_observer(bool entering) noexcept {
   if (const CallWatcher* observer = g_call_observer.load(std::memory_order_acquire)) {

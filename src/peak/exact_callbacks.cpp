@@ -204,6 +204,8 @@ void reconcile_all() noexcept {
 void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& data) {
   switch (cbid) {
     case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
+      detail::notify_context_observer();
+      return reconcile_all();
     case CUPTI_CBID_RESOURCE_MODULE_LOADED:
     case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
       return reconcile_all();

@@ -82,37 +82,26 @@ std::vector<std::string> environment_for(char* const* from, const std::string& i
 
 }  // namespace
 
-// The shared counters file: created private, removed when the run ends. (Not in the anonymous
+// The shared counters: a sealed memory file, closed when the run ends. (Not in the anonymous
 // namespace: the engine's state holds one.)
 class CountersFile {
  public:
   bool create(std::string* error) {
-    const std::string folder = temporary_folder();
-    remove_stale_counters_files(folder);
-    std::string pattern = folder + "/gpumem-run-" + std::to_string(::getpid()) + "-ns" +
-                          std::to_string(run::own_pid_namespace()) + "-XXXXXX";
-    std::vector<char> name(pattern.begin(), pattern.end());
-    name.push_back('\0');
-    const int fd = ::mkstemp(name.data());
-    if (fd < 0) {
-      if (error != nullptr)
-        *error = "cannot create the counters file " + pattern + ": " + std::strerror(errno);
-      return false;
-    }
-    ::close(fd);
-    path_ = name.data();
-    counters_ = run::map_run_counters(path_, /*create=*/true, error);
+    // Files that runs of gpumem before the memory file (killed before they removed them) left.
+    remove_stale_counters_files(temporary_folder());
+    counters_ = run::create_run_counters(&path_, &fd_, error);
     return counters_ != nullptr;
   }
   ~CountersFile() {
     run::unmap_run_counters(counters_);
-    if (!path_.empty()) ::unlink(path_.c_str());
+    if (fd_ >= 0) ::close(fd_);
   }
   const std::string& path() const { return path_; }
   run::RunCounters* counters() const { return counters_; }
 
  private:
   std::string path_;
+  int fd_ = -1;
   run::RunCounters* counters_ = nullptr;
 };
 

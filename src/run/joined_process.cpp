@@ -6,7 +6,10 @@
 // the ledger once and the device's level once.
 #include "gpumem/internal/run_process.hpp"
 
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,6 +44,20 @@ std::atomic<int> g_device_slots[detail::kLedgerOrdinals];
 std::atomic<bool> g_stop_claimed{false};
 std::atomic<bool> g_stop_pending{false};
 std::string g_stop_reason;
+
+// Readings asked of the monitor (reading_request.cpp; docs/peaks.md, "How the context is
+// known"). While one is taken the gate is shut: this process's threads wait before entering a
+// traced call, so the calls in flight drain and none starts until the monitor has read NVML's
+// figure for the process. A context created asks at the next end of an outermost call (the
+// thread then in no call, the context charged); a process giving its slot back at exit asks
+// once more. Every wait is bounded: a monitor that does not answer costs this much, once.
+constexpr std::int64_t kAnswerTimeoutNs = 2'000'000'000;
+constexpr int kMaxBusyAnswers = 8;  // a call that never ends in a reading's time: ask no more
+std::atomic<std::uint32_t> g_gate{0};
+std::atomic<bool> g_context_pending{false};
+std::atomic<bool> g_had_context{false};
+std::atomic<bool> g_monitor_silent{false};  // a request went unanswered: ask no more
+std::atomic<int> g_busy_answers{0};
 
 void report_fallback(const std::string& reason);
 void stop_counting(const std::string& reason);
@@ -101,6 +118,51 @@ bool place_ledger(ProcessSlot& slot, detail::LedgerStart start) noexcept {
   return detail::place_exact_ledger({slot.ledger, on_event, &slot}, start);
 }
 
+// The gate's private futex: the word is this process's own.
+void wait_at_gate() noexcept {
+  const std::int64_t deadline = run::monotonic_ns() + kAnswerTimeoutNs;
+  for (;;) {
+    const std::uint32_t gate = g_gate.load(std::memory_order_acquire);
+    if (gate == 0) return;
+    const std::int64_t left = deadline - run::monotonic_ns();
+    if (left <= 0) return;
+    timespec timeout{static_cast<time_t>(left / 1'000'000'000),
+                     static_cast<long>(left % 1'000'000'000)};
+    ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&g_gate), FUTEX_WAIT_PRIVATE, gate,
+              &timeout, nullptr, 0);
+  }
+}
+
+// Asks the monitor for a reading of `kind` with the gate shut; false when none was taken (another
+// thread is asking, the monitor did not answer, or a call stayed in flight).
+bool ask(ProcessSlot& slot, std::uint32_t kind) noexcept {
+  if (g_monitor_silent.load(std::memory_order_relaxed)) return false;
+  std::uint32_t open = 0;
+  if (!g_gate.compare_exchange_strong(open, 1, std::memory_order_seq_cst)) return false;
+  const std::uint32_t answer = run::ask_for_reading(*g_counters, slot, kind, kAnswerTimeoutNs);
+  g_gate.store(0, std::memory_order_release);
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&g_gate), FUTEX_WAKE_PRIVATE, INT32_MAX,
+            nullptr, nullptr, 0);
+  if (answer == 0) g_monitor_silent.store(true, std::memory_order_relaxed);
+  if (answer == run::kAnswerBusy) g_busy_answers.fetch_add(1, std::memory_order_relaxed);
+  return answer == run::kAnswerRead;
+}
+
+// A context was created (inside the call that created it): ask at the call's end.
+void on_context(void*) noexcept {
+  g_had_context.store(true, std::memory_order_relaxed);
+  g_context_pending.store(true, std::memory_order_release);
+}
+
+// The pending reading of a new context, at the end of an outermost call.
+void ask_for_context(ProcessSlot& slot) noexcept {
+  if (!g_context_pending.exchange(false, std::memory_order_acq_rel)) return;
+  if (!ask(slot, run::kAskedAtContext) &&
+      g_busy_answers.load(std::memory_order_relaxed) < kMaxBusyAnswers &&
+      !g_monitor_silent.load(std::memory_order_relaxed))
+    g_context_pending.store(true, std::memory_order_release);  // the next call's end asks again
+}
+
 // Every outermost traced call's ENTER and EXIT, in the slot's `calls` (run_counters.hpp): the
 // monitor reconciles NVML's figure for this process only from a reading no call overlapped. An EXIT
 // after the slot was given back (at exit) has nothing to balance: the slot's next owner starts
@@ -108,7 +170,11 @@ bool place_ledger(ProcessSlot& slot, detail::LedgerStart start) noexcept {
 void on_call(void*, bool entering) {
   ProcessSlot* slot = g_slot.load(std::memory_order_acquire);
   if (slot == nullptr) return;
+  if (entering && g_gate.load(std::memory_order_acquire) != 0) [[unlikely]]
+    wait_at_gate();  // before the ENTER counts: the reading under way sees no call of ours
   slot->calls.fetch_add(entering ? run::kCallEntered : run::kCallLeft, std::memory_order_seq_cst);
+  if (!entering && g_context_pending.load(std::memory_order_relaxed)) [[unlikely]]
+    ask_for_context(*slot);
   if (!entering && g_stop_pending.load(std::memory_order_acquire)) [[unlikely]] {
     try {
       stop_counting(g_stop_reason);
@@ -200,6 +266,12 @@ void report_fallback(const std::string& reason) {
 // A forked child starts with no device memory of its own, and counts under its own pid.
 void after_fork_in_child() {
   forget_attribution_in_child();
+  // The child is single-threaded: no reading of its parent's is under way here. It holds its own
+  // copy of the parent's contexts (the driver charges them to it), which no CONTEXT_CREATED
+  // announces: it asks for them at its first call's end.
+  g_gate.store(0, std::memory_order_relaxed);
+  g_busy_answers.store(0, std::memory_order_relaxed);
+  g_context_pending.store(g_had_context.load(std::memory_order_relaxed), std::memory_order_relaxed);
   if (g_slot.load(std::memory_order_relaxed) == nullptr) return;
   ProcessSlot* slot = claim_slot();
   if (slot == nullptr || !place_ledger(*slot, detail::LedgerStart::empty_in_forked_child)) {
@@ -297,6 +369,7 @@ void join() {
   }
   g_slot.store(slot, std::memory_order_release);
   detail::set_call_observer(on_call, nullptr);
+  detail::set_context_observer(on_context, nullptr);
   // No NVML in a measured process: the monitor reconciles contexts from its own samples.
   detail::set_footprint_reconciliation(false);
   if (!start_exact_source()) {
@@ -307,7 +380,14 @@ void join() {
   g_counters->processes_exact.fetch_add(1, std::memory_order_relaxed);
   run::record_attach(*g_counters, ::getpid(), run::own_pid_namespace(), run::kAttachedExact, {});
   ::pthread_atfork(nullptr, nullptr, after_fork_in_child);
-  std::atexit([] { release_slot(); });
+  std::atexit([] {
+    // A last reading while the context is still there: until now the process, its context
+    // included, stood on the device.
+    if (ProcessSlot* slot = g_slot.load(std::memory_order_acquire);
+        slot != nullptr && g_had_context.load(std::memory_order_relaxed))
+      ask(*slot, run::kAskedAtExit);
+    release_slot();
+  });
   start_attribution();
 }
 

@@ -1,5 +1,6 @@
 #include "run/monitor.hpp"
 
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -24,8 +25,25 @@ namespace {
 // the ring per interval, in between: never more often than every 2 ms (at a million events a
 // second the ring holds 65 ms).
 constexpr std::int64_t kMinDrainPeriodNs = 2'000'000;
+// How long a requested reading waits for the asking process's calls in flight to end (its other
+// threads wait at its gate meanwhile): calls end, so this bounds only a call that blocks.
+constexpr std::int64_t kQuietWaitNs = 200'000'000;
+// More than any device holds: a ledger beyond it was forged or torn.
+constexpr std::int64_t kMostBytes = std::int64_t{1} << 50;
 
 }  // namespace
+
+// Whether a level read from the counters can be a device's: not negative, not above its memory.
+bool RunMonitor::plausible(const DeviceTrack& track, std::int64_t bytes) {
+  const auto total = static_cast<std::int64_t>(track.info.memory.total);
+  return bytes >= 0 && bytes <= (total > 0 ? total : kMostBytes);
+}
+
+void RunMonitor::note_fault(const std::string& fault) {
+  if (counters_fault_.empty()) counters_fault_ = fault;
+}
+
+namespace {}  // namespace
 
 RunMonitor::RunMonitor(std::vector<DeviceInfo> devices, run::RunCounters* counters,
                        bool keep_timeline)
@@ -70,7 +88,9 @@ RunMonitor::~RunMonitor() {
     std::lock_guard<std::mutex> lock(stop_mutex_);
     stopping_ = true;
   }
+  stop_requested_.store(true);
   stop_signal_.notify_all();
+  if (counters_ != nullptr) run::ring_doorbell(*counters_);
   if (thread_.joinable()) thread_.join();
 }
 
@@ -119,10 +139,14 @@ void RunMonitor::stop() {
     std::lock_guard<std::mutex> lock(stop_mutex_);
     stopping_ = true;
   }
+  stop_requested_.store(true);
   stop_signal_.notify_all();  // the report should not wait out the rest of an interval
+  if (counters_ != nullptr) run::ring_doorbell(*counters_);
   if (thread_.joinable()) thread_.join();
   if (!pids_) return;
+  if (counters_ != nullptr) answer_requests(counters_->doorbell.load());
   sample(true);  // the levels the command left behind
+  if (counters_ != nullptr) find_unknown_contexts();
   // A pid that may be the command's and was never matched: the processes cannot all be told
   // apart, and the device's rise over the run is what bounds the command's peak.
   for (DeviceTrack& track : devices_) {
@@ -140,6 +164,11 @@ void RunMonitor::loop(double interval_s) {
   std::unique_lock<std::mutex> lock(stop_mutex_);
   while (!stopping_) {
     lock.unlock();
+    if (counters_ != nullptr) {
+      // Loaded before the requests are read: a request made after this rings a bell not yet seen.
+      const std::uint32_t seen = counters_->doorbell.load(std::memory_order_seq_cst);
+      if (seen != doorbell_answered_) answer_requests(seen);
+    }
     if (std::chrono::steady_clock::now() >= next) {
       sample();
       next += interval;
@@ -165,8 +194,121 @@ void RunMonitor::loop(double interval_s) {
                                       kMinDrainPeriodNs, static_cast<std::int64_t>(period_ns))));
       }
     }
+    wait_until(wake);
     lock.lock();
+  }
+}
+
+// Until `wake`, stop, or (exact mode) a process asking for a reading.
+void RunMonitor::wait_until(std::chrono::steady_clock::time_point wake) {
+  if (counters_ == nullptr) {
+    std::unique_lock<std::mutex> lock(stop_mutex_);
     stop_signal_.wait_until(lock, wake, [this] { return stopping_; });
+    return;
+  }
+  const auto left = wake - std::chrono::steady_clock::now();
+  if (left.count() <= 0 || stop_requested_.load()) return;
+  if (counters_->doorbell.load(std::memory_order_seq_cst) != doorbell_answered_) return;
+  run::wait_for_doorbell(*counters_, doorbell_answered_,
+                         std::chrono::duration_cast<std::chrono::nanoseconds>(left).count());
+}
+
+void RunMonitor::answer_requests(std::uint32_t seen) {
+  doorbell_answered_ = seen;
+  read_attachments();  // a process asks only once it has recorded how it is counted
+  const std::size_t used = run::process_slots_used(*counters_);
+  for (std::size_t index = 0; index < used; ++index) {
+    run::ProcessSlot& slot = counters_->processes[index];
+    const std::uint32_t asked = slot.asked.load(std::memory_order_acquire);
+    if (asked == slot.answered.load(std::memory_order_acquire)) continue;
+    run::answer_reading(slot, asked, read_for(slot));
+  }
+}
+
+// One reading for a process that asked: NVML's figure for it on each measured device, less what
+// its events hold there, while none of its calls is in flight (its other threads wait at its gate;
+// the one that asked is in none). The device-used figure is read beside it.
+std::uint32_t RunMonitor::read_for(run::ProcessSlot& slot) {
+  const std::int32_t pid = slot.pid.load(std::memory_order_acquire);
+  const std::uint64_t pid_namespace = slot.pid_namespace.load(std::memory_order_acquire);
+  if (pid <= 0 || pid_namespace == 0 || !pids_) return run::kAnswerBusy;
+  const ProcessKey key{pid, pid_namespace};
+  if (!counted_exactly(key)) return run::kAnswerBusy;
+  const std::int64_t deadline = monotonic_ns() + kQuietWaitNs;
+  std::uint64_t before = slot.calls.load(std::memory_order_acquire);
+  while (!run::quiet_calls(before)) {
+    if (monotonic_ns() > deadline) {
+      ++asked_[key].busy;
+      return run::kAnswerBusy;
+    }
+    ::sched_yield();
+    before = slot.calls.load(std::memory_order_acquire);
+  }
+  std::vector<std::int64_t> held(devices_.size(), 0);
+  for (std::size_t track = 0; track < devices_.size(); ++track) {
+    if (const int device = device_slot(track); device >= 0)
+      held[track] = run::ledger_bytes(slot, device);
+    if (!plausible(devices_[track], held[track])) {
+      note_fault("process " + std::to_string(pid) + "'s ledger in the counters holds " +
+                 std::to_string(held[track]) + " B: forged or torn, ignored");
+      return run::kAnswerBusy;
+    }
+  }
+  std::vector<std::optional<std::vector<ProcessMemory>>> lists;
+  for (const DeviceTrack& track : devices_)
+    lists.push_back(detail::device_process_list(track.info.device));
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (slot.calls.load(std::memory_order_seq_cst) != before ||
+      slot.pid.load(std::memory_order_acquire) != pid) {
+    ++asked_[key].busy;
+    return run::kAnswerBusy;
+  }
+  const std::int64_t now = monotonic_ns();
+  for (std::size_t track = 0; track < devices_.size(); ++track) {
+    DeviceTrack& device = devices_[track];
+    if (const auto used = gpu_mem_get_used_bytes_fast(device.handle)) {
+      device.device_end = static_cast<std::int64_t>(*used);
+      if (device.device_end > device.device_peak) {
+        device.device_peak = device.device_end;
+        device.device_peak_time_s = now_s();
+      }
+    }
+    if (!lists[track]) continue;
+    for (const ProcessMemory& process : *lists[track]) {
+      const std::optional<Member> member = pids_->member(process.pid);
+      if (!member || !(member->key == key) || !process.used_bytes) continue;
+      const std::int64_t context =
+          std::max<std::int64_t>(0, static_cast<std::int64_t>(*process.used_bytes) - held[track]);
+      const int ordinal = device.info.device;
+      contexts_[key][ordinal] = context;
+      ContextSteps& steps = context_history_[key][ordinal];
+      if (steps.empty() || steps.back().second != context) steps.emplace_back(now, context);
+    }
+  }
+  Asked& asked = asked_[key];
+  asked.claimed_ns = slot.claimed_ns.load(std::memory_order_relaxed);
+  if (slot.asked_kind.load(std::memory_order_relaxed) == run::kAskedAtExit) asked.released_ns = now;
+  return run::kAnswerRead;
+}
+
+// An exactly counted process with a device it held memory on (NVML listed it there) but no
+// estimate of its context there, or one whose own readings all found a call in flight: its
+// footprint lacks that part, and the run says so.
+void RunMonitor::find_unknown_contexts() {
+  for (const ProcessPeak& peak : process_peaks_) {
+    if (!peak.key || !counted_exactly(*peak.key)) continue;
+    const auto known = contexts_.find(*peak.key);
+    if (known != contexts_.end() && known->second.contains(peak.device)) continue;
+    unknown_contexts_.emplace(*peak.key,
+                              "its context on GPU " + std::to_string(peak.device) +
+                                  " could not be read: no reading of NVML's figure for it was "
+                                  "taken while none of its calls was in flight");
+  }
+  for (const auto& [key, asked] : asked_) {
+    if (asked.busy == 0 || !counted_exactly(key) || contexts_.contains(key)) continue;
+    unknown_contexts_.emplace(key,
+                              "its context could not be read: a call of it stayed in flight "
+                              "through each reading it asked for");
   }
 }
 
@@ -298,6 +440,10 @@ void RunMonitor::give_back_dead_processes() {
     // new owner is never read with the dead one's namespace.
     std::int32_t expected = pid;
     if (!slot.pid.compare_exchange_strong(expected, -1, std::memory_order_acq_rel)) continue;
+    // Its context went with it, some time before now.
+    if (const auto asked = asked_.find({pid, pid_namespace});
+        asked != asked_.end() && asked->second.released_ns == 0)
+      asked->second.released_ns = monotonic_ns();
     run::give_back(*counters_, slot);
     slot.pid_namespace.store(0, std::memory_order_relaxed);
     slot.pid.store(0, std::memory_order_release);
@@ -311,7 +457,25 @@ void RunMonitor::read_attachments() {
   while (records_read_ < count) {
     const run::AttachRecord& record = counters_->records[records_read_];
     const std::int32_t state = record.state.load(std::memory_order_acquire);
-    if (state == 0) break;
+    if (state == 0) {
+      // Being written (a few instructions), or left so by a writer that died or a process that
+      // wrote there: skipped after 100 ms, so that the records after it are read.
+      const std::int64_t now = monotonic_ns();
+      if (stuck_record_ != records_read_) {
+        stuck_record_ = records_read_;
+        stuck_since_ns_ = now;
+      }
+      if (now - stuck_since_ns_ < 100'000'000) break;
+      ++records_read_;
+      continue;
+    }
+    if (state != run::kAttachedExact && state != run::kAttachedFallback &&
+        state != run::kAttachedLost) {
+      note_fault("an attach record in the counters has state " + std::to_string(state) +
+                 ", which no process writes: forged or torn, ignored");
+      ++records_read_;
+      continue;
+    }
     Attachment& attachment = attachments_[{record.pid.load(), record.pid_namespace.load()}];
     // A process counted exactly once (before an exec, or after) stays so: its events counted.
     if (state == run::kAttachedExact) {
@@ -343,8 +507,12 @@ std::unordered_map<ProcessKey, RunMonitor::SlotReading, ProcessKeyHash> RunMonit
     if (pid <= 0 || pid_namespace == 0) continue;
     // `calls` first (acquire: every call that left shows its events in the ledger), then the
     // ledger.
-    const std::uint64_t calls = slot.calls.load(std::memory_order_acquire);
-    const std::int64_t bytes = device >= 0 ? run::ledger_bytes(slot, device) : 0;
+    std::uint64_t calls = slot.calls.load(std::memory_order_acquire);
+    std::int64_t bytes = device >= 0 ? run::ledger_bytes(slot, device) : 0;
+    if (bytes < 0 || bytes > kMostBytes) {  // forged or torn: its reading cannot be quiet
+      bytes = 0;
+      calls = run::kCallEntered;
+    }
     slots[{pid, pid_namespace}] = {index, calls, bytes,
                                    slot.claimed_ns.load(std::memory_order_relaxed)};
   }
@@ -398,6 +566,7 @@ void RunMonitor::sample(bool final) {
     // Each exactly counted process's context now, and what its process was when the events' peak
     // since the previous sample may have been made (below).
     struct Context {
+      ProcessKey key;
       std::int64_t now = 0;
       std::optional<std::int64_t> before;  // summed at the previous sample too
       std::int64_t claimed_ns = 0;         // when its process claimed its slot
@@ -450,7 +619,8 @@ void RunMonitor::sample(bool final) {
             reading != held.end() && known != contexts.end()) {
           context_sum += known->second;
           summed[member->key] += known->second;
-          Context context{known->second, std::nullopt, slots.at(member->key).claimed_ns};
+          Context context{member->key, known->second, std::nullopt,
+                          slots.at(member->key).claimed_ns};
           const auto& previous = summed_contexts_[index];
           if (const auto before = previous.find(member->key); before != previous.end())
             context.before = before->second;
@@ -484,11 +654,13 @@ void RunMonitor::sample(bool final) {
     }
     // The processes summed at the previous sample and gone now, with their slots then.
     std::vector<std::pair<SlotReading, std::int64_t>> vanished;
+    std::vector<ProcessKey> vanished_keys;
     for (const auto& [key, context] : summed_contexts_[index]) {
       if (summed.contains(key)) continue;
       if (const auto slot_then = summed_slots_[index].find(key);
           slot_then != summed_slots_[index].end()) {
         vanished.emplace_back(slot_then->second, context);
+        vanished_keys.push_back(key);
         if (const auto released = released_ns(slot_then->second))
           lifetimes_[key].released_ns = *released;
       }
@@ -512,8 +684,18 @@ void RunMonitor::sample(bool final) {
     if (counters_ != nullptr) {
       // A device no measured process has counted on yet holds nothing of theirs.
       const run::DeviceCounters* exact = slot >= 0 ? &counters_->devices[slot] : nullptr;
-      const std::int64_t peak = exact ? exact->peak.load(std::memory_order_relaxed) : 0;
-      const std::int64_t current = exact ? exact->current.load(std::memory_order_relaxed) : 0;
+      std::int64_t peak = exact ? exact->peak.load(std::memory_order_relaxed) : 0;
+      std::int64_t current = exact ? exact->current.load(std::memory_order_relaxed) : 0;
+      // The file is the command's to write: a level no device can hold is named and ignored.
+      if (!plausible(track, peak) || !plausible(track, current)) {
+        note_fault("GPU " + std::to_string(ordinal) + "'s level in the counters (peak " +
+                   std::to_string(peak) + " B, now " + std::to_string(current) +
+                   " B) is beyond what the device can hold: forged or torn, ignored");
+        peak = track.exact_peak;
+        current = 0;
+      }
+      if (counters_->magic != run::kCountersMagic || counters_->version != run::kCountersVersion)
+        note_fault("the counters were overwritten by a process of the command");
       const bool rose = peak > track.exact_peak;
       if (rose) {
         const double peak_time_s = std::clamp(
@@ -549,6 +731,17 @@ void RunMonitor::sample(bool final) {
           const std::optional<std::int64_t> released = released_ns(then);
           if (released && then.claimed_ns <= peak_ns && peak_ns <= *released)
             peak_context_sum += context;
+        }
+        // A process no sample listed around the peak (a short one, or one that came and went
+        // between samples) that was there at it: its context as its own readings gave it.
+        for (const auto& [key, asked] : asked_) {
+          if (!counted_exactly(key) || asked.claimed_ns > peak_ns ||
+              (asked.released_ns != 0 && asked.released_ns < peak_ns) ||
+              std::any_of(peak_contexts.begin(), peak_contexts.end(),
+                          [&](const Context& context) { return context.key == key; }) ||
+              std::find(vanished_keys.begin(), vanished_keys.end(), key) != vanished_keys.end())
+            continue;
+          if (const auto context = context_at(key, ordinal, peak_ns)) peak_context_sum += *context;
         }
       }
       if (rose) {

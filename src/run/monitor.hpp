@@ -76,12 +76,28 @@ class RunMonitor {
   // the first after it; nullopt when no reading of it was quiet (docs/peaks.md).
   std::optional<std::int64_t> context_at(const ProcessKey& key, int ordinal,
                                          std::int64_t monotonic_ns) const;
+  // The exactly counted processes part of whose footprint could not be read (a context on a
+  // device with no estimate): why, per process. Complete after stop().
+  const std::unordered_map<ProcessKey, std::string, ProcessKeyHash>& unknown_contexts() const {
+    return unknown_contexts_;
+  }
+  // The first value read from the counters that no device can hold (a process of the command
+  // wrote it: the file is untrusted input), named; empty when none was. The run is then not exact.
+  const std::string& counters_fault() const { return counters_fault_; }
 
  private:
   void loop(double interval_s);
   // `final`: the last one, after the command and its descendants are gone.
   void sample(bool final = false);
   void give_back_dead_processes();
+  // The readings the measured processes asked for (reading_request.cpp), each taken while none
+  // of the asking process's calls is in flight; `seen` is the doorbell they rang.
+  void answer_requests(std::uint32_t seen);
+  std::uint32_t read_for(run::ProcessSlot& slot);
+  void find_unknown_contexts();
+  static bool plausible(const DeviceTrack& track, std::int64_t bytes);
+  void note_fault(const std::string& fault);
+  void wait_until(std::chrono::steady_clock::time_point wake);
   void read_attachments();
   bool counted_exactly(const ProcessKey& key) const;
   // The shared counters' slot of a measured device (found by its UUID once a measured process
@@ -113,6 +129,8 @@ class RunMonitor {
   std::mutex stop_mutex_;
   std::condition_variable stop_signal_;
   bool stopping_ = false;
+  std::atomic<bool> stop_requested_{false};  // stopping_, for the doorbell's waits
+  std::uint32_t doorbell_answered_ = ~0u;    // the doorbell when the requests were last answered
   std::thread thread_;
   std::size_t samples_ = 0;
   std::vector<TimelineRow> timeline_;
@@ -126,6 +144,8 @@ class RunMonitor {
   RankTracker ranks_;
   std::unordered_map<ProcessKey, Attachment, ProcessKeyHash> attachments_;
   std::int32_t records_read_ = 0;
+  std::int32_t stuck_record_ = -1;  // a record still being written, and since when
+  std::int64_t stuck_since_ns_ = 0;
   // Per process and device ordinal: NVML's figure beyond the events.
   std::unordered_map<ProcessKey, std::unordered_map<int, std::int64_t>, ProcessKeyHash> contexts_;
   // The same, each estimate that changed it with when it was read (monotonic ns), in time order.
@@ -143,6 +163,16 @@ class RunMonitor {
     std::int64_t released_ns = 0;
   };
   std::unordered_map<ProcessKey, Lifetime, ProcessKeyHash> lifetimes_;
+  // The processes that asked for readings: when each claimed its slot and gave it back (0: not
+  // yet), and how many of their readings found a call in flight.
+  struct Asked {
+    std::int64_t claimed_ns = 0;
+    std::int64_t released_ns = 0;
+    int busy = 0;
+  };
+  std::unordered_map<ProcessKey, Asked, ProcessKeyHash> asked_;
+  std::unordered_map<ProcessKey, std::string, ProcessKeyHash> unknown_contexts_;
+  std::string counters_fault_;
   // When the process that held `then`'s slot gave it back, if the slot says so still.
   std::optional<std::int64_t> released_ns(const SlotReading& then) const;
 };

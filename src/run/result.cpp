@@ -86,6 +86,9 @@ void judge_processes(const run::RunCounters* counters, const RunMonitor& monitor
       report.reason = result.fallback_reason.empty() ? "sampled mode" : result.fallback_reason;
     } else if (found == attachments.end()) {
       report.reason = "did not load the injection library";
+    } else if (const auto unknown = monitor.unknown_contexts().find(*peak.key);
+               found->second.exact && unknown != monitor.unknown_contexts().end()) {
+      report.reason = unknown->second;  // its events counted, its context not known
     } else if (found->second.exact) {
       report.exact = true;
     } else {
@@ -105,12 +108,24 @@ void judge_processes(const run::RunCounters* counters, const RunMonitor& monitor
   }
   result.unmapped_processes = static_cast<int>(unmapped.size());
   if (counters == nullptr) return;  // sampled, with the reason already given
+  int counted_in_part = 0;  // events counted, a context not read: the figures keep the events
   for (const auto& [key, attachment] : attachments) {
-    if (attachment.exact) {
+    const auto unknown = monitor.unknown_contexts().find(key);
+    if (attachment.exact && unknown != monitor.unknown_contexts().end()) {
+      // Never claimed exact with a part unread: its events are in the figures, its context may
+      // not be, and the peak may have been higher.
+      ++counted_in_part;
+      if (escaped.insert({key.pid_namespace, key.pid}).second && first_reason.empty())
+        first_reason = "process " + std::to_string(key.pid) + ": " + unknown->second;
+    } else if (attachment.exact) {
       ++result.exact_processes;
     } else if (escaped.insert({key.pid_namespace, key.pid}).second && first_reason.empty()) {
       first_reason = "process " + std::to_string(key.pid) + ": " + attachment.reason;
     }
+  }
+  if (!monitor.counters_fault().empty()) {
+    escaped.insert({0, 0});
+    if (first_reason.empty()) first_reason = monitor.counters_fault();
   }
   if (counters->record_count.load() > run::kMaxRecords && first_reason.empty()) {
     escaped.insert({0, 0});
@@ -118,9 +133,9 @@ void judge_processes(const run::RunCounters* counters, const RunMonitor& monitor
   }
   result.escaped_processes = static_cast<int>(escaped.size());
   result.fallback_reason = first_reason;
-  result.measured = escaped.empty()              ? Measured::exact
-                    : result.exact_processes > 0 ? Measured::mixed
-                                                 : Measured::sampled;
+  result.measured = escaped.empty()                                ? Measured::exact
+                    : result.exact_processes + counted_in_part > 0 ? Measured::mixed
+                                                                   : Measured::sampled;
 }
 
 }  // namespace gpumem::run

@@ -11,37 +11,34 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include "gpumem/internal/procfs.hpp"
 
 namespace gpumem::run {
 
-RunCounters* map_run_counters(const std::string& path, bool create, std::string* error) {
-  auto fail = [&](const char* what) -> RunCounters* {
-    if (error != nullptr) *error = std::string(what) + " " + path + ": " + std::strerror(errno);
+namespace {
+
+// Maps an open counters file; `create` sizes it with its pages allocated (a file system with no
+// room fails here, not with a SIGBUS at the first touch) and initialises it.
+RunCounters* map_fd(int fd, bool create, const std::string& name, std::string* error) {
+  auto fail = [&](const std::string& what, int code) -> RunCounters* {
+    if (error != nullptr) *error = what + " " + name + ": " + std::strerror(code);
     return nullptr;
   };
-  const int fd = create ? ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)
-                        : ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return fail("cannot open");
-  if (create && ::ftruncate(fd, sizeof(RunCounters)) != 0) {
-    ::close(fd);
-    return fail("cannot size");
+  if (create) {
+    if (::ftruncate(fd, sizeof(RunCounters)) != 0) return fail("cannot size", errno);
+    if (const int code = ::posix_fallocate(fd, 0, sizeof(RunCounters)); code != 0)
+      return fail("no room for", code);
   }
   struct stat info {};
-  if (::fstat(fd, &info) != 0 || static_cast<std::size_t>(info.st_size) < sizeof(RunCounters)) {
-    ::close(fd);
-    errno = EINVAL;
-    return fail("not a counters file:");
-  }
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) ||
+      static_cast<std::size_t>(info.st_size) < sizeof(RunCounters))
+    return fail("not a counters file:", EINVAL);
   void* memory = ::mmap(nullptr, sizeof(RunCounters), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (memory == MAP_FAILED) return fail("cannot map");
-  // The file is sparse and each side touches a few scattered pages of it (a device's line, a
-  // process slot, a record). A fault on a regular file reads ahead around the page, and on a
-  // filesystem with large folios (ext4 under /tmp) that zero-fills and maps hundreds of kilobytes
-  // per touch: 19% of `gpumem run --mode exact -- true`, and the same in each measured process.
-  // Without readahead a touch maps one page. Advice only: a refusal changes nothing else.
+  if (memory == MAP_FAILED) return fail("cannot map", errno);
+  // Each side touches a few scattered pages of it (a device's line, a process slot, a record):
+  // without readahead a touch maps one page. Advice only: a refusal changes nothing else.
   ::madvise(memory, sizeof(RunCounters), MADV_RANDOM);
   auto* counters = static_cast<RunCounters*>(memory);
   if (create) {
@@ -51,9 +48,64 @@ RunCounters* map_run_counters(const std::string& path, bool create, std::string*
     counters->monitor_pid = static_cast<std::int32_t>(::getpid());
   } else if (counters->magic != kCountersMagic || counters->version != kCountersVersion) {
     ::munmap(memory, sizeof(RunCounters));
-    errno = EINVAL;
-    return fail("not a counters file:");
+    return fail("not a counters file:", EINVAL);
   }
+  return counters;
+}
+
+// "/proc/PID/fd/N": N, else -1.
+int descriptor_of(const std::string& path) {
+  const std::size_t at = path.rfind("/fd/");
+  if (path.rfind("/proc/", 0) != 0 || at == std::string::npos) return -1;
+  char* end = nullptr;
+  const long fd = std::strtol(path.c_str() + at + 4, &end, 10);
+  return end != nullptr && *end == '\0' && fd >= 0 && fd < 1 << 20 ? static_cast<int>(fd) : -1;
+}
+
+}  // namespace
+
+RunCounters* map_run_counters(const std::string& path, bool create, std::string* error) {
+  int fd = create ? ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)
+                  : ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  // The monitor's memory file named through its /proc entry, which a process in a pid namespace
+  // with a /proc of its own cannot see: the descriptor it inherited is the same file.
+  if (fd < 0 && !create) {
+    if (const int inherited = descriptor_of(path); inherited >= 0)
+      fd = ::open(("/proc/self/fd/" + std::to_string(inherited)).c_str(), O_RDWR | O_CLOEXEC);
+  }
+  if (fd < 0) {
+    if (error != nullptr) *error = "cannot open " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  RunCounters* counters = map_fd(fd, create, path, error);
+  ::close(fd);
+  return counters;
+}
+
+RunCounters* create_run_counters(std::string* path, int* descriptor, std::string* error) {
+  // In memory, not in TMPDIR: a full or read-only TMPDIR cannot touch the run, and sealed, so
+  // that no process of the command can shrink it under the others' mappings (a SIGBUS in each).
+  const int fd = ::memfd_create("gpumem-run-counters", MFD_ALLOW_SEALING);
+  if (fd < 0) {
+    if (error != nullptr)
+      *error = std::string("cannot create the counters: ") + std::strerror(errno);
+    return nullptr;
+  }
+  RunCounters* counters = map_fd(fd, /*create=*/true, "the run's counters", error);
+  if (counters != nullptr &&
+      ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    if (error != nullptr) *error = std::string("cannot seal the counters: ") + std::strerror(errno);
+    unmap_run_counters(counters);
+    counters = nullptr;
+  }
+  if (counters == nullptr) {
+    ::close(fd);
+    return nullptr;
+  }
+  // Left open (and inherited by the command, whose processes may also reach it through their own
+  // /proc/self/fd) for as long as gpumem runs.
+  *path = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd);
+  *descriptor = fd;
   return counters;
 }
 
@@ -105,13 +157,17 @@ int hex_value(char c) {
 }
 
 // A slot being named is named within a few instructions; one whose namer died in between
-// (SIGKILL at that very moment) is skipped after about a second.
+// (SIGKILL at that very moment), or that a process of the command left in that state, is
+// skipped after 100 µs: a stuck slot costs each process that much once, never a stall.
 bool wait_until_named(const DeviceCounters& device) noexcept {
-  for (int spin = 0; spin < 1'000'000; ++spin) {
+  const std::int64_t deadline = monotonic_ns() + 100'000;
+  for (int spin = 0;; ++spin) {
     if (device.state.load(std::memory_order_acquire) == kDeviceNamed) return true;
-    if (spin > 64) ::sched_yield();
+    if (spin > 64) {
+      if (monotonic_ns() > deadline) return false;
+      ::sched_yield();
+    }
   }
-  return false;
 }
 
 }  // namespace

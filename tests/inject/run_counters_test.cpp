@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <thread>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -183,6 +186,59 @@ TEST_F(Counters, AForeignOrMissingFileIsRefusedWithAReason) {
   fs::resize_file(path_, sizeof(RunCounters));  // the right size, but no magic
   EXPECT_EQ(map_run_counters(path_, /*create=*/false, &error), nullptr);
   EXPECT_NE(error.find("not a counters file"), std::string::npos) << error;
+}
+
+// The monitor's counters live in a sealed memory file: no process of the command can shrink or
+// grow it under the others' mappings (each touch of a page beyond a shrunk end is a SIGBUS), and
+// a process reaches it through the monitor's /proc entry.
+TEST(SealedCounters, NoProcessCanShrinkOrGrowThem) {
+  std::string path, error;
+  int fd = -1;
+  RunCounters* counters = create_run_counters(&path, &fd, &error);
+  ASSERT_NE(counters, nullptr) << error;
+  EXPECT_EQ(path, "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd));
+  add_event(*counters, 0, 5 << 20);
+  EXPECT_NE(::truncate(path.c_str(), 0), 0);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_NE(::truncate(path.c_str(), 2 * sizeof(RunCounters)), 0);
+  RunCounters* joined = map_run_counters(path, /*create=*/false, &error);
+  ASSERT_NE(joined, nullptr) << error;
+  EXPECT_EQ(joined->devices[0].current.load(), 5 << 20);  // the same file, not a copy
+  unmap_run_counters(joined);
+  unmap_run_counters(counters);
+  ::close(fd);
+}
+
+// A device slot left "being named" (its namer killed at that instant, or a process writing there)
+// is passed over: the device is named in the next slot, and the claim returns.
+TEST_F(Counters, ADeviceSlotStuckBeingNamedIsPassedOver) {
+  RunCounters& counters = create();
+  counters.devices[0].state.store(kDeviceNaming);
+  const Uuid uuid = *parse_uuid("GPU-00000000-0000-4000-8000-000000000001");
+  EXPECT_EQ(find_or_claim_device(counters, uuid), 1);
+  EXPECT_EQ(find_or_claim_device(counters, uuid), 1);
+}
+
+// A process asks for a reading and waits; the monitor, woken by the doorbell, answers it.
+TEST_F(Counters, AReadingAskedIsAnsweredThroughTheDoorbell) {
+  RunCounters& counters = create();
+  ProcessSlot& slot = counters.processes[3];
+  const std::uint32_t rung = counters.doorbell.load();
+  std::thread monitor([&] {
+    wait_for_doorbell(counters, rung, 60'000'000'000);
+    ASSERT_EQ(slot.asked.load(), 1u);
+    EXPECT_EQ(slot.asked_kind.load(), kAskedAtContext);
+    answer_reading(slot, slot.asked.load(), kAnswerRead);
+  });
+  EXPECT_EQ(ask_for_reading(counters, slot, kAskedAtContext, 60'000'000'000), kAnswerRead);
+  monitor.join();
+  EXPECT_EQ(slot.answered.load(), 1u);
+}
+
+// Nobody answers (no monitor): the process waits its bounded time once, and is told so.
+TEST_F(Counters, AReadingNobodyAnswersIsGivenUp) {
+  RunCounters& counters = create();
+  EXPECT_EQ(ask_for_reading(counters, counters.processes[0], kAskedAtExit, 1'000'000), 0u);
 }
 
 }  // namespace

@@ -25,6 +25,14 @@ namespace gpumem::detail {
 using CallObserver = void (*)(void* ctx, bool entering);
 void set_call_observer(CallObserver fn, void* ctx) noexcept;
 
+// Called on the thread whose call created a CUDA context, at CUPTI's CONTEXT_CREATED (inside
+// that call, the context's memory already charged), while the CUPTI subscription is held. The
+// `gpumem run` injection library asks the monitor for a reading of the process's footprint at
+// its next quiet moment (docs/peaks.md, "How the context is known"). Must be cheap and must not
+// call CUDA; nullptr removes it.
+using ContextObserver = void (*)(void* ctx);
+void set_context_observer(ContextObserver fn, void* ctx) noexcept;
+
 // Whether the exact source asks NVML for this process's own figure to reconcile the footprint
 // (the context, modules, the driver's rounding). On by default. The `gpumem run` injection
 // library turns it off before it subscribes: NVML's start-up would cost every CUDA process of a

@@ -33,7 +33,7 @@ inline constexpr const char* kCountersVariable = "GPUMEM_RUN_COUNTERS";
 inline constexpr const char* kAttributionDirVariable = "GPUMEM_RUN_ATTRIBUTION_DIR";
 
 inline constexpr std::uint32_t kCountersMagic = 0x67706d72;  // "gpmr"
-inline constexpr std::uint32_t kCountersVersion = 9;
+inline constexpr std::uint32_t kCountersVersion = 10;
 inline constexpr int kMaxDevices = 64;     // physical devices (UUIDs) counted in one run
 inline constexpr int kMaxProcesses = 512;  // CUDA processes of one tree tracked at once
 inline constexpr int kMaxRecords = 4096;   // processes whose attachment is recorded, per run
@@ -91,7 +91,21 @@ struct ProcessSlot {
   std::atomic<std::int64_t> released_ns;
   std::atomic<std::uint64_t> ledger[detail::kLedgerOrdinals];
   std::atomic<std::int32_t> ordinal_device[detail::kLedgerOrdinals];
+  // A reading asked by the process (reading_request.cpp, docs/peaks.md "How the context is
+  // known"): `asked` counts its requests, the monitor copies it to `answered` once it has read
+  // NVML's figure for the process while none of its calls was in flight (`answer` says how it
+  // went: one of kAnswer*). Futex words, waited on by the process and the monitor.
+  std::atomic<std::uint32_t> asked;
+  std::atomic<std::uint32_t> answered;
+  std::atomic<std::uint32_t> answer;
+  std::atomic<std::uint32_t> asked_kind;  // kAskedAt*
 };
+
+// What a process's request for a reading says, and what the monitor answered.
+inline constexpr std::uint32_t kAskedAtContext = 1;  // a context of it was created
+inline constexpr std::uint32_t kAskedAtExit = 2;     // it gives its slot back now
+inline constexpr std::uint32_t kAnswerRead = 1;      // read with no call in flight
+inline constexpr std::uint32_t kAnswerBusy = 2;      // a call stayed in flight: ask again
 
 // Whether a value of `calls` says no call was in flight.
 inline bool quiet_calls(std::uint64_t calls) noexcept {
@@ -168,6 +182,8 @@ struct RunCounters {
   std::atomic<std::int32_t> processes_fallback;  // of which it did not, or could not be counted
   std::atomic<std::int32_t> slots_exhausted;
   std::atomic<std::int32_t> reason_claimed;  // first fallback reason wins
+  // Rung (incremented, then woken) by a process that asks for a reading: the monitor waits on it.
+  std::atomic<std::uint32_t> doorbell;
   char fallback_reason[kReasonBytes];
   DeviceCounters devices[kMaxDevices];
   // Written by the monitor before the command starts; read-only afterwards.
@@ -287,9 +303,27 @@ struct RingReader {
              const std::function<void(int device, std::int64_t time_ns, std::int64_t level)>& sink);
 };
 
+// Reading requests (reading_request.cpp). The process's side: asks for a reading of `kind`,
+// rings the doorbell and waits until the monitor answered or `timeout_ns` passed; returns the
+// answer (kAnswer*), 0 when none came in time.
+std::uint32_t ask_for_reading(RunCounters& counters, ProcessSlot& slot, std::uint32_t kind,
+                              std::int64_t timeout_ns) noexcept;
+// The monitor's side: waits until the doorbell moves from `seen` or `timeout_ns` passed.
+void wait_for_doorbell(RunCounters& counters, std::uint32_t seen, std::int64_t timeout_ns) noexcept;
+// Rings the doorbell (the monitor's own stop, too).
+void ring_doorbell(RunCounters& counters) noexcept;
+// Answers request `asked` of `slot` and wakes its process.
+void answer_reading(ProcessSlot& slot, std::uint32_t asked, std::uint32_t answer) noexcept;
+
 // Maps the file (created by the monitor, or opened by a measured process); nullptr on failure.
 // `create` sizes and initialises it.
+// A process of the command whose own /proc hides the monitor's (a pid namespace with a /proc of
+// its own) opens the descriptor it inherited, named by the path's tail.
 RunCounters* map_run_counters(const std::string& path, bool create, std::string* error);
+// The monitor's: a sealed memory file (it can neither shrink nor grow) with its pages allocated,
+// left open (`descriptor`, the caller closes it after unmapping) for the command to inherit;
+// `path` names it through /proc.
+RunCounters* create_run_counters(std::string* path, int* descriptor, std::string* error);
 void unmap_run_counters(RunCounters* counters);
 
 #pragma GCC visibility pop
