@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "cli/command_runner.hpp"
+#include "gpumem/internal/run_counters.hpp"
 #include "support/sim_gpu.hpp"
 
 namespace gpumem::testing {
@@ -36,9 +39,12 @@ nlohmann::json sim_device() {
 }
 
 // `gpumem run` at its default interval (10 ms: a 1 ms process falls between samples).
-Edge run_edge(const std::vector<std::string>& command, std::vector<std::string> options = {}) {
+// `before` comes first (`env TMPDIR=…`).
+Edge run_edge(const std::vector<std::string>& command, std::vector<std::string> options = {},
+              const std::vector<std::string>& before = {}) {
   const std::string json = temporary_folder() + "/summary.json";
-  std::vector<std::string> argv = {gpumem_binary(), "run", "--json", json};
+  std::vector<std::string> argv = before;
+  argv.insert(argv.end(), {gpumem_binary(), "run", "--json", json});
   argv.insert(argv.end(), options.begin(), options.end());
   argv.push_back("--");
   argv.insert(argv.end(), command.begin(), command.end());
@@ -147,6 +153,103 @@ TEST_P(RunEdgesConcurrent, ManyShortProcessesKeepEveryContext) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Processes, RunEdgesConcurrent, ::testing::Values(1, 8, 32, 128));
+
+std::string quoted(const std::string& word) {
+  return "'" + word + "'";
+}
+
+// The 650 MiB process, ending with status 7: the job's own status must come through.
+const std::string kJob = "alloc a 100MiB; spike 50MiB 1ms; free a; exit 7";
+
+TEST(RunEdges, ATmpdirThatCannotBeWrittenTouchesNeitherTheJobNorTheMeasurement) {
+  for (const std::string tmpdir : {"/nonexistent-gpumem-tmpdir", "/proc"}) {
+    SimGpu gpu(kContext500);
+    const Edge edge = run_edge(workload(kJob), {}, {"env", "TMPDIR=" + tmpdir});
+    EXPECT_EQ(edge.result.exit_code, 7) << tmpdir << ": " << edge.result.err;
+    EXPECT_EQ(edge.summary["mode"], "exact") << edge.summary.dump(2);
+    EXPECT_EQ(edge.summary["devices"][0]["peak_bytes"], 650 * kMiB);
+  }
+}
+
+// A full TMPDIR (a 64 KiB tmpfs, filled) in a mount namespace of the test's own: it killed the
+// job with SIGBUS (status 135).
+TEST(RunEdges, AFullTmpdirTouchesNeitherTheJobNorTheMeasurement) {
+  SimGpu gpu(kContext500);
+  const std::string folder = temporary_folder();
+  const std::string full = folder + "/full";
+  std::filesystem::create_directory(full);
+  const std::string json = folder + "/summary.json";
+  const std::string inside = "mount -t tmpfs -o size=64k tmpfs " + quoted(full) +
+                             " || exit 99; dd if=/dev/zero of=" + quoted(full + "/fill") +
+                             " bs=4k 2>/dev/null; TMPDIR=" + quoted(full) + " exec " +
+                             quoted(gpumem_binary()) + " run --json " + quoted(json) + " -- " +
+                             quoted(sim_tool()) + " workload " + quoted(kJob);
+  const CommandResult result = run_command({"unshare", "--mount", "sh", "-c", inside});
+  if (result.exit_code == 99) GTEST_SKIP() << "no tmpfs may be mounted here: " << result.err;
+  EXPECT_EQ(result.exit_code, 7) << result.err;
+  const nlohmann::json summary = nlohmann::json::parse(read_file(json));
+  EXPECT_EQ(summary["mode"], "exact") << summary.dump(2);
+  EXPECT_EQ(summary["devices"][0]["peak_bytes"], 650 * kMiB);
+}
+
+// A process of the command that tries to truncate the counters: refused (they are sealed), and
+// neither the job nor the run notices.
+TEST(RunEdges, TheCountersCannotBeTruncatedByTheCommand) {
+  SimGpu gpu(kContext500);
+  const Edge edge =
+      run_edge({"sh", "-c",
+                "truncate -s 0 \"$GPUMEM_RUN_COUNTERS\" 2>/dev/null && exit 50; exec " +
+                    quoted(sim_tool()) + " workload " + quoted(kJob)});
+  EXPECT_EQ(edge.result.exit_code, 7) << edge.result.err;
+  EXPECT_EQ(edge.summary["mode"], "exact") << edge.summary.dump(2);
+  EXPECT_EQ(edge.summary["devices"][0]["peak_bytes"], 650 * kMiB);
+}
+
+// Writes `bytes` (hex) at `offset` of the counters, from inside the command.
+std::string overwrite(std::size_t offset, const std::string& hex) {
+  return "python3 -c 'import os; f = open(os.environ[\"GPUMEM_RUN_COUNTERS\"], \"r+b\"); f.seek(" +
+         std::to_string(offset) + "); f.write(bytes.fromhex(\"" + hex + "\"))'";
+}
+
+// A job that forges the device's peak mid-run (8 EiB, as it was reported "exactly"): the value
+// is named and ignored, the run is not exact, and the budget's verdict says the peak may have
+// been higher. The job's status comes through.
+TEST(RunEdges, AForgedLevelIsNamedAndIgnored) {
+  SimGpu gpu(kContext500);
+  const std::string go = temporary_folder() + "/go";
+  const std::size_t peak =
+      offsetof(run::RunCounters, devices) + offsetof(run::DeviceCounters, peak);
+  const std::string line = quoted(sim_tool()) + " workload " +
+                           quoted("alloc a 100MiB; wait_for " + go + "; free a; exit 7") + " & " +
+                           overwrite(peak, "ffffffffffffff7f") + "; touch " + quoted(go) +
+                           "; wait $!";
+  const Edge edge = run_edge({"sh", "-c", line}, {"--max-peak", "10GiB"});
+  EXPECT_EQ(edge.result.exit_code, 7) << edge.result.err;
+  EXPECT_EQ(edge.summary["mode"], "mixed") << edge.summary.dump(2);
+  EXPECT_NE(edge.summary["fallback_reason"].get<std::string>().find("forged or torn, ignored"),
+            std::string::npos)
+      << edge.summary.dump(2);
+  EXPECT_LE(edge.summary["devices"][0]["peak_bytes"].get<std::int64_t>(), 600 * kMiB);
+  EXPECT_NE(edge.result.err.find("the peak may have been higher"), std::string::npos)
+      << edge.result.err;
+}
+
+// The counters' first page zeroed mid-run (their header, the run's totals, the first devices):
+// gpumem says so and the job's status comes through.
+TEST(RunEdges, ZeroedCountersAreNamedAndTheJobCarriesOn) {
+  SimGpu gpu(kContext500);
+  const std::string go = temporary_folder() + "/go";
+  const std::string line = quoted(sim_tool()) + " workload " +
+                           quoted("alloc a 100MiB; wait_for " + go + "; free a; exit 7") + " & " +
+                           overwrite(0, std::string(8192, '0')) + "; touch " + quoted(go) +
+                           "; wait $!";
+  const Edge edge = run_edge({"sh", "-c", line});
+  EXPECT_EQ(edge.result.exit_code, 7) << edge.result.err;
+  EXPECT_NE(edge.summary["mode"], "exact") << edge.summary.dump(2);
+  EXPECT_NE(edge.summary["fallback_reason"].get<std::string>().find("overwritten"),
+            std::string::npos)
+      << edge.summary.dump(2);
+}
 
 }  // namespace
 }  // namespace gpumem::testing
