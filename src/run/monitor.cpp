@@ -146,7 +146,7 @@ void RunMonitor::stop() {
   if (!pids_) return;
   if (counters_ != nullptr) answer_requests(counters_->doorbell.load());
   sample(true);  // the levels the command left behind
-  if (counters_ != nullptr) find_unknown_contexts();
+  if (counters_ != nullptr) join_contexts_to_the_peaks();
   // A pid that may be the command's and was never matched: the processes cannot all be told
   // apart, and the device's rise over the run is what bounds the command's peak.
   for (DeviceTrack& track : devices_) {
@@ -155,6 +155,7 @@ void RunMonitor::stop() {
           return peak.device == track.info.device && !peak.key && pids_->maybe_member(peak.pid);
         });
   }
+  if (counters_ != nullptr) find_unknown_contexts();
 }
 
 void RunMonitor::loop(double interval_s) {
@@ -215,54 +216,64 @@ void RunMonitor::wait_until(std::chrono::steady_clock::time_point wake) {
 
 void RunMonitor::answer_requests(std::uint32_t seen) {
   doorbell_answered_ = seen;
-  read_attachments();  // a process asks only once it has recorded how it is counted
+  read_attachments();
+  std::vector<ReadingRequest> requests;
   const std::size_t used = run::process_slots_used(*counters_);
   for (std::size_t index = 0; index < used; ++index) {
     run::ProcessSlot& slot = counters_->processes[index];
     const std::uint32_t asked = slot.asked.load(std::memory_order_acquire);
     if (asked == slot.answered.load(std::memory_order_acquire)) continue;
-    run::answer_reading(slot, asked, read_for(slot));
+    const std::int32_t pid = slot.pid.load(std::memory_order_acquire);
+    const std::uint64_t pid_namespace = slot.pid_namespace.load(std::memory_order_acquire);
+    if (pid <= 0 || pid_namespace == 0 || !pids_) {
+      run::answer_reading(slot, asked, run::kAnswerBusy);
+      continue;
+    }
+    requests.push_back({&slot, asked, {pid, pid_namespace}, 0, run::kAnswerBusy, {}});
   }
+  if (requests.empty()) return;
+  read_for(requests);
+  for (const ReadingRequest& request : requests)
+    run::answer_reading(*request.slot, request.asked, request.answer);
 }
 
-// One reading for a process that asked: NVML's figure for it on each measured device, less what
-// its events hold there, while none of its calls is in flight (its other threads wait at its gate;
-// the one that asked is in none). The device-used figure is read beside it.
-std::uint32_t RunMonitor::read_for(run::ProcessSlot& slot) {
-  const std::int32_t pid = slot.pid.load(std::memory_order_acquire);
-  const std::uint64_t pid_namespace = slot.pid_namespace.load(std::memory_order_acquire);
-  if (pid <= 0 || pid_namespace == 0 || !pids_) return run::kAnswerBusy;
-  const ProcessKey key{pid, pid_namespace};
-  if (!counted_exactly(key)) return run::kAnswerBusy;
+// One reading for every process that asked, together: NVML's figure for each on each measured
+// device, less what its events hold there, while none of its calls is in flight (its other
+// threads wait at its gate; the one that asked is in none). One NVML list per device whatever
+// the number of requests. The device-used figure is read beside it.
+void RunMonitor::read_for(std::vector<ReadingRequest>& requests) {
   const std::int64_t deadline = monotonic_ns() + kQuietWaitNs;
-  std::uint64_t before = slot.calls.load(std::memory_order_acquire);
-  while (!run::quiet_calls(before)) {
-    if (monotonic_ns() > deadline) {
-      ++asked_[key].busy;
-      return run::kAnswerBusy;
+  std::vector<ReadingRequest*> quiet;
+  for (ReadingRequest& request : requests) {
+    std::uint64_t calls = request.slot->calls.load(std::memory_order_acquire);
+    while (!run::quiet_calls(calls) && monotonic_ns() <= deadline) {
+      ::sched_yield();
+      calls = request.slot->calls.load(std::memory_order_acquire);
     }
-    ::sched_yield();
-    before = slot.calls.load(std::memory_order_acquire);
-  }
-  std::vector<std::int64_t> held(devices_.size(), 0);
-  for (std::size_t track = 0; track < devices_.size(); ++track) {
-    if (const int device = device_slot(track); device >= 0)
-      held[track] = run::ledger_bytes(slot, device);
-    if (!plausible(devices_[track], held[track])) {
-      note_fault("process " + std::to_string(pid) + "'s ledger in the counters holds " +
-                 std::to_string(held[track]) + " B: forged or torn, ignored");
-      return run::kAnswerBusy;
+    if (!run::quiet_calls(calls)) {
+      ++asked_[request.key].busy;
+      continue;
     }
+    request.calls = calls;
+    request.held.assign(devices_.size(), 0);
+    bool plausible_ledger = true;
+    for (std::size_t track = 0; track < devices_.size(); ++track) {
+      if (const int device = device_slot(track); device >= 0)
+        request.held[track] = run::ledger_bytes(*request.slot, device);
+      if (!plausible(devices_[track], request.held[track])) {
+        note_fault("process " + std::to_string(request.key.pid) +
+                   "'s ledger in the counters holds " + std::to_string(request.held[track]) +
+                   " B: forged or torn, ignored");
+        plausible_ledger = false;
+      }
+    }
+    if (plausible_ledger) quiet.push_back(&request);
   }
+  if (quiet.empty()) return;
   std::vector<std::optional<std::vector<ProcessMemory>>> lists;
   for (const DeviceTrack& track : devices_)
     lists.push_back(detail::device_process_list(track.info.device));
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (slot.calls.load(std::memory_order_seq_cst) != before ||
-      slot.pid.load(std::memory_order_acquire) != pid) {
-    ++asked_[key].busy;
-    return run::kAnswerBusy;
-  }
   const std::int64_t now = monotonic_ns();
   for (std::size_t track = 0; track < devices_.size(); ++track) {
     DeviceTrack& device = devices_[track];
@@ -273,22 +284,71 @@ std::uint32_t RunMonitor::read_for(run::ProcessSlot& slot) {
         device.device_peak_time_s = now_s();
       }
     }
+  }
+  // NVML's figure per process and track.
+  std::unordered_map<ProcessKey, std::vector<std::optional<std::int64_t>>, ProcessKeyHash> figures;
+  for (std::size_t track = 0; track < devices_.size(); ++track) {
     if (!lists[track]) continue;
     for (const ProcessMemory& process : *lists[track]) {
       const std::optional<Member> member = pids_->member(process.pid);
-      if (!member || !(member->key == key) || !process.used_bytes) continue;
-      const std::int64_t context =
-          std::max<std::int64_t>(0, static_cast<std::int64_t>(*process.used_bytes) - held[track]);
-      const int ordinal = device.info.device;
-      contexts_[key][ordinal] = context;
-      ContextSteps& steps = context_history_[key][ordinal];
-      if (steps.empty() || steps.back().second != context) steps.emplace_back(now, context);
+      if (!member || !process.used_bytes) continue;
+      auto& figure = figures[member->key];
+      figure.resize(devices_.size());
+      figure[track] = static_cast<std::int64_t>(*process.used_bytes);
     }
   }
-  Asked& asked = asked_[key];
-  asked.claimed_ns = slot.claimed_ns.load(std::memory_order_relaxed);
-  if (slot.asked_kind.load(std::memory_order_relaxed) == run::kAskedAtExit) asked.released_ns = now;
-  return run::kAnswerRead;
+  for (ReadingRequest* request : quiet) {
+    run::ProcessSlot& slot = *request->slot;
+    Asked& asked = asked_[request->key];
+    if (slot.calls.load(std::memory_order_seq_cst) != request->calls ||
+        slot.pid.load(std::memory_order_acquire) != request->key.pid) {
+      ++asked.busy;
+      continue;
+    }
+    asked.claimed_ns = slot.claimed_ns.load(std::memory_order_relaxed);
+    const bool exiting = slot.asked_kind.load(std::memory_order_relaxed) == run::kAskedAtExit;
+    if (exiting) asked.released_ns = now;
+    const auto figure = figures.find(request->key);
+    bool listed = false;
+    for (std::size_t track = 0; figure != figures.end() && track < devices_.size(); ++track) {
+      if (!figure->second[track]) continue;
+      listed = true;
+      const std::int64_t context =
+          std::max<std::int64_t>(0, *figure->second[track] - request->held[track]);
+      const int ordinal = devices_[track].info.device;
+      contexts_[request->key][ordinal] = context;
+      ContextSteps& steps = context_history_[request->key][ordinal];
+      if (steps.empty() || steps.back().second != context) steps.emplace_back(now, context);
+    }
+    // Not listed (its pid not matched yet, or NVML's list unreadable): it asks again.
+    if (listed || exiting) {
+      request->answer = run::kAnswerRead;
+    }  // else: on no measured device's list (yet): it asks again, and no context is missing
+  }
+}
+
+// Once every process has told its lifetime (its readings at its context's creation and at its
+// exit): the events' highest peak on each device stood on the context of every process counted
+// exactly that had claimed its slot by then and not yet given it back, whether or not a sample
+// saw it there.
+void RunMonitor::join_contexts_to_the_peaks() {
+  for (std::size_t index = 0; index < devices_.size(); ++index) {
+    DeviceTrack& track = devices_[index];
+    const int slot = device_slot(index);
+    if (slot < 0 || track.exact_peak <= 0) continue;
+    const std::int64_t peak_ns = counters_->devices[slot].peak_time_ns.load();
+    std::int64_t contexts = 0;
+    for (const auto& [key, asked] : asked_) {
+      if (!counted_exactly(key) || asked.claimed_ns == 0 || asked.claimed_ns > peak_ns ||
+          (asked.released_ns != 0 && asked.released_ns < peak_ns))
+        continue;
+      if (const auto context = context_at(key, track.info.device, peak_ns)) contexts += *context;
+    }
+    if (track.exact_peak + contexts > track.footprint_peak) {
+      track.footprint_peak = track.exact_peak + contexts;
+      track.footprint_peak_time_s = track.exact_peak_time_s;
+    }
+  }
 }
 
 // An exactly counted process with a device it held memory on (NVML listed it there) but no
@@ -299,6 +359,12 @@ void RunMonitor::find_unknown_contexts() {
     if (!peak.key || !counted_exactly(*peak.key)) continue;
     const auto known = contexts_.find(*peak.key);
     if (known != contexts_.end() && known->second.contains(peak.device)) continue;
+    // Where the device's rise bounds the peak (pids that could not all be told apart), that rise
+    // holds every context on it.
+    if (std::any_of(devices_.begin(), devices_.end(), [&](const DeviceTrack& track) {
+          return track.info.device == peak.device && track.bounded_by_device;
+        }))
+      continue;
     unknown_contexts_.emplace(*peak.key,
                               "its context on GPU " + std::to_string(peak.device) +
                                   " could not be read: no reading of NVML's figure for it was "
@@ -452,41 +518,47 @@ void RunMonitor::give_back_dead_processes() {
 
 // Records are appended once each; a record still being written is read at the next sample.
 void RunMonitor::read_attachments() {
+  // Records passed over while being written: read once written.
+  std::erase_if(unfinished_records_, [this](std::int32_t index) { return read_record(index); });
   const std::int32_t count =
       std::min(counters_->record_count.load(std::memory_order_acquire), run::kMaxRecords);
   while (records_read_ < count) {
-    const run::AttachRecord& record = counters_->records[records_read_];
-    const std::int32_t state = record.state.load(std::memory_order_acquire);
-    if (state == 0) {
-      // Being written (a few instructions), or left so by a writer that died or a process that
-      // wrote there: skipped after 100 ms, so that the records after it are read.
+    if (!read_record(records_read_)) {
+      // Being written (a few instructions, or longer for a writer the machine's load keeps
+      // waiting), or left so by a writer that died or a process that wrote there: passed over
+      // after 100 ms, so that the records after it are read, and read whenever it is written.
       const std::int64_t now = monotonic_ns();
       if (stuck_record_ != records_read_) {
         stuck_record_ = records_read_;
         stuck_since_ns_ = now;
       }
       if (now - stuck_since_ns_ < 100'000'000) break;
-      ++records_read_;
-      continue;
-    }
-    if (state != run::kAttachedExact && state != run::kAttachedFallback &&
-        state != run::kAttachedLost) {
-      note_fault("an attach record in the counters has state " + std::to_string(state) +
-                 ", which no process writes: forged or torn, ignored");
-      ++records_read_;
-      continue;
-    }
-    Attachment& attachment = attachments_[{record.pid.load(), record.pid_namespace.load()}];
-    // A process counted exactly once (before an exec, or after) stays so: its events counted.
-    if (state == run::kAttachedExact) {
-      attachment = {true, {}};
-    } else if (state == run::kAttachedLost || !attachment.exact) {
-      // A process that stopped counting (an event it could not place) took its counts back.
-      attachment = {false,
-                    std::string(record.reason, strnlen(record.reason, sizeof record.reason))};
+      unfinished_records_.push_back(records_read_);
     }
     ++records_read_;
   }
+}
+
+// Applies record `index`; false while it is still being written.
+bool RunMonitor::read_record(std::int32_t index) {
+  const run::AttachRecord& record = counters_->records[index];
+  const std::int32_t state = record.state.load(std::memory_order_acquire);
+  if (state == 0) return false;
+  if (state != run::kAttachedExact && state != run::kAttachedFallback &&
+      state != run::kAttachedLost) {
+    note_fault("an attach record in the counters has state " + std::to_string(state) +
+               ", which no process writes: forged or torn, ignored");
+    return true;
+  }
+  Attachment& attachment = attachments_[{record.pid.load(), record.pid_namespace.load()}];
+  // A process counted exactly once (before an exec, or after) stays so: its events counted.
+  if (state == run::kAttachedExact) {
+    attachment = {true, {}};
+  } else if (state == run::kAttachedLost || !attachment.exact) {
+    // A process that stopped counting (an event it could not place) took its counts back.
+    attachment = {false, std::string(record.reason, strnlen(record.reason, sizeof record.reason))};
+  }
+  return true;
 }
 
 bool RunMonitor::counted_exactly(const ProcessKey& key) const {
@@ -749,12 +821,30 @@ void RunMonitor::sample(bool final) {
         const std::int64_t peak_ns = exact->peak_time_ns.load(std::memory_order_relaxed);
         for (const auto& [key, claimed_ns] : unestimated)
           if (claimed_ns <= peak_ns) track.pending.awaiting.push_back(key);
+        // A process counted exactly that this sample's slots did not show (it claimed its slot
+        // after they were read) and with no estimate yet: its events may be in the peak, and its
+        // context joins it with its first estimate if it had claimed its slot by the peak's time
+        // (its own reading tells when, below).
+        track.pending.peak_ns = peak_ns;
+        for (const auto& [key, attachment] : attachments_) {
+          if (!attachment.exact || slots.contains(key)) continue;
+          if (const auto known = contexts_.find(key);
+              known != contexts_.end() && known->second.contains(ordinal))
+            continue;
+          track.pending.awaiting.push_back(key);
+        }
       }
       // A process that was there at the peak and has an estimate now (a quiet reading at last).
       std::erase_if(track.pending.awaiting, [&](const ProcessKey& key) {
         const auto& contexts = contexts_[key];
         const auto known = contexts.find(ordinal);
         if (known == contexts.end()) return false;
+        // Not there at the peak: it claimed its slot after it, or had given it back before it.
+        if (const auto asked = asked_.find(key);
+            asked != asked_.end() &&
+            (asked->second.claimed_ns > track.pending.peak_ns ||
+             (asked->second.released_ns != 0 && asked->second.released_ns < track.pending.peak_ns)))
+          return true;
         track.pending.bytes += known->second;
         return true;
       });

@@ -93,12 +93,22 @@ class RunMonitor {
   // The readings the measured processes asked for (reading_request.cpp), each taken while none
   // of the asking process's calls is in flight; `seen` is the doorbell they rang.
   void answer_requests(std::uint32_t seen);
-  std::uint32_t read_for(run::ProcessSlot& slot);
+  struct ReadingRequest {
+    run::ProcessSlot* slot;
+    std::uint32_t asked;
+    ProcessKey key;
+    std::uint64_t calls;  // W1
+    std::uint32_t answer;
+    std::vector<std::int64_t> held;  // per track
+  };
+  void read_for(std::vector<ReadingRequest>& requests);
   void find_unknown_contexts();
+  void join_contexts_to_the_peaks();
   static bool plausible(const DeviceTrack& track, std::int64_t bytes);
   void note_fault(const std::string& fault);
   void wait_until(std::chrono::steady_clock::time_point wake);
   void read_attachments();
+  bool read_record(std::int32_t index);
   bool counted_exactly(const ProcessKey& key) const;
   // The shared counters' slot of a measured device (found by its UUID once a measured process
   // named it), -1 while none is.
@@ -144,7 +154,8 @@ class RunMonitor {
   RankTracker ranks_;
   std::unordered_map<ProcessKey, Attachment, ProcessKeyHash> attachments_;
   std::int32_t records_read_ = 0;
-  std::int32_t stuck_record_ = -1;  // a record still being written, and since when
+  std::vector<std::int32_t> unfinished_records_;  // passed over while being written
+  std::int32_t stuck_record_ = -1;                // a record still being written, and since when
   std::int64_t stuck_since_ns_ = 0;
   // Per process and device ordinal: NVML's figure beyond the events.
   std::unordered_map<ProcessKey, std::unordered_map<int, std::int64_t>, ProcessKeyHash> contexts_;

@@ -83,6 +83,7 @@ struct DeviceTrack {
     std::int64_t bytes = 0;  // the events' peak plus the contexts it has been given
     double time_s = 0;
     std::vector<ProcessKey> awaiting;
+    std::int64_t peak_ns = 0;  // when the events' peak was made (monotonic)
   };
   PendingPeak pending;
 };
