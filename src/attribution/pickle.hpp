@@ -8,6 +8,7 @@
 // below.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -18,11 +19,12 @@ namespace gpumem::detail::attribution::pickle {
 
 enum class Kind : std::uint8_t { none, boolean, integer, real, text, bytes, list, tuple, dict };
 
+// 16 bytes: a snapshot of a million blocks holds tens of millions of them.
 struct Value {
   Kind kind = Kind::none;
-  std::int64_t integer = 0;  // boolean (0 or 1), integer
-  double real = 0;
-  std::uint32_t ref = 0;  // text and bytes: into Pickle::texts; list, tuple, dict: Pickle::items
+  std::uint32_t ref = 0;     // text and bytes: into Pickle::texts; list, tuple, dict: Pickle::items
+  std::int64_t integer = 0;  // boolean (0 or 1), integer; a real's bits
+  double real() const { return std::bit_cast<double>(integer); }
 };
 
 // What a read may hold, whatever the file says.

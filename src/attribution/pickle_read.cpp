@@ -55,7 +55,8 @@ class Reader {
   Pickle out_;
   std::vector<Value> stack_;
   std::vector<std::size_t> marks_;
-  std::vector<std::optional<Value>> memo_;
+  std::vector<Value> memo_;
+  std::vector<bool> memo_set_;
   std::uint64_t made_ = 0, text_bytes_ = 0;
 
   bool fail(std::string why) {
@@ -89,7 +90,7 @@ class Reader {
     return true;
   }
   bool push_container(Kind kind, std::vector<Value> items) {
-    Value value{kind, 0, 0, static_cast<std::uint32_t>(out_.items.size())};
+    Value value{kind, static_cast<std::uint32_t>(out_.items.size()), 0};
     out_.items.push_back(std::move(items));
     return push(value);
   }
@@ -100,7 +101,7 @@ class Reader {
       return fail("more than " + std::to_string(limits_.max_text_bytes) + " bytes of strings");
     const char* data = nullptr;
     take(static_cast<std::size_t>(length), &data);
-    Value value{kind, 0, 0, static_cast<std::uint32_t>(out_.texts.size())};
+    Value value{kind, static_cast<std::uint32_t>(out_.texts.size()), 0};
     out_.texts.emplace_back(data, static_cast<std::size_t>(length));
     return push(value);
   }
@@ -151,14 +152,18 @@ class Reader {
     if (stack_.empty()) return fail("nothing to memoize");
     // Python numbers its memo from 0 as values are made: an index beyond them is no pickle's.
     if (index > made_) return fail("memo index " + std::to_string(index) + " out of sequence");
-    if (index >= memo_.size()) memo_.resize(static_cast<std::size_t>(index) + 1);
+    if (index >= memo_.size()) {
+      memo_.resize(static_cast<std::size_t>(index) + 1);
+      memo_set_.resize(memo_.size());
+    }
     memo_[static_cast<std::size_t>(index)] = stack_.back();
+    memo_set_[static_cast<std::size_t>(index)] = true;
     return made();
   }
   bool memo_get(std::uint64_t index) {
-    if (index >= memo_.size() || !memo_[static_cast<std::size_t>(index)])
+    if (index >= memo_.size() || !memo_set_[static_cast<std::size_t>(index)])
       return fail("memo " + std::to_string(index) + " was never set");
-    return push(*memo_[static_cast<std::size_t>(index)]);
+    return push(memo_[static_cast<std::size_t>(index)]);
   }
   bool long_integer(std::uint64_t length) {
     if (length > 8) return fail("an integer of " + std::to_string(length) + " bytes (at most 8)");
@@ -169,7 +174,7 @@ class Reader {
       word |= static_cast<std::uint64_t>(static_cast<unsigned char>(data[i])) << (8 * i);
     if (length > 0 && length < 8 && (data[length - 1] & 0x80) != 0)
       word |= ~std::uint64_t{0} << (8 * length);  // sign extension
-    return push({Kind::integer, static_cast<std::int64_t>(word), 0, 0});
+    return push({Kind::integer, 0, static_cast<std::int64_t>(word)});
   }
 
   bool step_all() {
@@ -213,20 +218,20 @@ class Reader {
         if (!pop(&value)) return false;
         stack_.push_back(value);
         return push(value);
-      case 'N': return push({Kind::none, 0, 0, 0});
-      case 0x88: return push({Kind::boolean, 1, 0, 0});
-      case 0x89: return push({Kind::boolean, 0, 0, 0});
+      case 'N': return push({Kind::none, 0, 0});
+      case 0x88: return push({Kind::boolean, 0, 1});
+      case 0x89: return push({Kind::boolean, 0, 0});
       case 'J': {
         std::uint32_t word = 0;
         if (!little(4, &word)) return false;
-        return push({Kind::integer, static_cast<std::int32_t>(word), 0, 0});
+        return push({Kind::integer, 0, static_cast<std::int32_t>(word)});
       }
       case 'K':
         if (!little(1, &n)) return false;
-        return push({Kind::integer, static_cast<std::int64_t>(n), 0, 0});
+        return push({Kind::integer, 0, static_cast<std::int64_t>(n)});
       case 'M':
         if (!little(2, &n)) return false;
-        return push({Kind::integer, static_cast<std::int64_t>(n), 0, 0});
+        return push({Kind::integer, 0, static_cast<std::int64_t>(n)});
       case 0x8a:  // LONG1
         if (!little(1, &n)) return false;
         return long_integer(n);
@@ -238,7 +243,7 @@ class Reader {
         if (!take(8, &data)) return false;
         std::uint64_t word = 0;
         for (int i = 0; i < 8; ++i) word = (word << 8) | static_cast<unsigned char>(data[i]);
-        return push({Kind::real, 0, std::bit_cast<double>(word), 0});
+        return push({Kind::real, 0, static_cast<std::int64_t>(word)});
       }
       case 0x8c:  // SHORT_BINUNICODE
         if (!little(1, &n)) return false;

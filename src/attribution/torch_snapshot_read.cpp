@@ -245,21 +245,29 @@ SourceFormat source_format(std::string_view head) {
              : SourceFormat::gpumem_json;
 }
 
-std::optional<Document> parse_torch_snapshot(std::string_view bytes, const std::string& path,
-                                             std::string* error) {
-  std::string why;
-  const pickle::Limits limits;
-  std::optional<Pickle> pickle = pickle::read(bytes, &why, limits);
+namespace {
+
+std::optional<Document> convert(const std::optional<Pickle>& pickle, std::size_t file_bytes,
+                                std::string why, const std::string& path, std::string* error) {
   std::optional<Document> document;
   // What the conversion may walk: a few times the file's bytes (each element a file holds takes
   // two bytes at least, a shared one too), so that references repeated cannot multiply it.
-  if (pickle) document = Converter(*pickle, (1u << 20) + 4 * bytes.size()).run(&why);
+  if (pickle) document = Converter(*pickle, 4096 + 4 * std::uint64_t{file_bytes}).run(&why);
   if (!document) {
     if (error != nullptr) *error = path + ": PyTorch snapshot: " + why;
     return std::nullopt;
   }
   document->path = path;
   return document;
+}
+
+}  // namespace
+
+std::optional<Document> parse_torch_snapshot(std::string_view bytes, const std::string& path,
+                                             std::string* error) {
+  std::string why;
+  const std::optional<Pickle> pickle = pickle::read(bytes, &why);
+  return convert(pickle, bytes.size(), std::move(why), path, error);
 }
 
 std::optional<Document> read_torch_snapshot(const std::string& path, std::string* error) {
@@ -276,7 +284,11 @@ std::optional<Document> read_torch_snapshot(const std::string& path, std::string
   std::string bytes(static_cast<std::size_t>(info.st_size), '\0');
   if (!file.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
     return fail("cannot be read");
-  return parse_torch_snapshot(bytes, path, error);
+  std::string why;
+  std::optional<Pickle> pickle = pickle::read(bytes, &why);
+  const std::size_t size = bytes.size();
+  std::string().swap(bytes);  // the pickle holds its own copy of every string
+  return convert(pickle, size, std::move(why), path, error);
 }
 
 }  // namespace gpumem::detail::attribution

@@ -231,7 +231,7 @@ TEST(TorchSnapshot, ThePickleReaderReadsWhatPythonWrites) {
   const pk::Value& root = pickle->root;
   ASSERT_EQ(root.kind, pk::Kind::dict);
   EXPECT_EQ(pickle->find(root, "n")->integer, -(1ll << 40));
-  EXPECT_EQ(pickle->find(root, "f")->real, 1.5);
+  EXPECT_EQ(pickle->find(root, "f")->real(), 1.5);
   const pk::Value* tuple = pickle->find(root, "t");
   ASSERT_EQ(tuple->kind, pk::Kind::tuple);
   EXPECT_EQ(pickle->children(*tuple)[0].integer, 1);
