@@ -2,7 +2,8 @@
 """Reading a PyTorch memory snapshot: `gpumem attribution FILE` (gpumem's restricted pickle
 reader, the conversion into its attribution model and the table) against Python's own
 `pickle.load` of the same file (the C unpickler, what PyTorch's viewers start with), in the same
-run, for snapshots of N live blocks; and gpumem's peak resident memory against the file's size.
+run, for snapshots of N live blocks; and the peak resident memory of each (a process of its own
+each: `python3` loading the pickle, `gpumem` showing it) against the file's size.
 
 The snapshots are built as PyTorch writes them (torch/cuda/memory.py's documented schema): each
 block its own list of frames, the frames themselves shared dicts (PyTorch symbolizes each frame
@@ -68,6 +69,14 @@ def gpumem_peak_rss_kib(gpumem: Path, path: Path) -> int:
     return int(out.stdout)
 
 
+def python_peak_rss_kib(path: Path) -> int:
+    script = ("import pickle,resource,sys;pickle.load(open(sys.argv[1],'rb'));"
+              "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    out = subprocess.run(["python3", "-c", script, str(path)], capture_output=True, text=True,
+                         check=True)
+    return int(out.stdout)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gpumem", required=True, type=Path)
@@ -76,7 +85,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         print(f"{'blocks':>9} {'file MB':>8} {'pickle.load s':>14} {'gpumem s':>9} "
-              f"{'ratio':>6} {'gpumem RSS MB':>14}")
+              f"{'ratio':>6} {'Python RSS MB':>14} {'gpumem RSS MB':>14}")
         for blocks in [int(n) for n in args.blocks.split(",")]:
             path = Path(folder) / f"s{blocks}.pickle"
             with open(path, "wb") as f:
@@ -93,8 +102,10 @@ def main() -> None:
             python_s = best_of(args.runs, python_load)
             gpumem_s = best_of(args.runs, gpumem_read)
             rss = gpumem_peak_rss_kib(args.gpumem, path)
+            python_rss = python_peak_rss_kib(path)
             print(f"{blocks:>9} {os.path.getsize(path) / 1e6:>8.1f} {python_s:>14.3f} "
-                  f"{gpumem_s:>9.3f} {gpumem_s / python_s:>6.2f} {rss / 1024:>14.1f}",
+                  f"{gpumem_s:>9.3f} {gpumem_s / python_s:>6.2f} {python_rss / 1024:>14.1f} "
+                  f"{rss / 1024:>14.1f}",
                   flush=True)
 
 

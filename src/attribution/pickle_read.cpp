@@ -18,20 +18,34 @@ std::string hex_byte(unsigned char byte) {
 // The opcodes that import or call, by name, for the refusal.
 const char* code_opcode(unsigned char op) {
   switch (op) {
-    case 'c': return "GLOBAL";
-    case 0x93: return "STACK_GLOBAL";
-    case 'R': return "REDUCE";
-    case 'b': return "BUILD";
-    case 'i': return "INST";
-    case 'o': return "OBJ";
-    case 0x81: return "NEWOBJ";
-    case 0x92: return "NEWOBJ_EX";
-    case 0x82: return "EXT1";
-    case 0x83: return "EXT2";
-    case 0x84: return "EXT4";
-    case 'P': return "PERSID";
-    case 'Q': return "BINPERSID";
-    default: return nullptr;
+    case 'c':
+      return "GLOBAL";
+    case 0x93:
+      return "STACK_GLOBAL";
+    case 'R':
+      return "REDUCE";
+    case 'b':
+      return "BUILD";
+    case 'i':
+      return "INST";
+    case 'o':
+      return "OBJ";
+    case 0x81:
+      return "NEWOBJ";
+    case 0x92:
+      return "NEWOBJ_EX";
+    case 0x82:
+      return "EXT1";
+    case 0x83:
+      return "EXT2";
+    case 0x84:
+      return "EXT4";
+    case 'P':
+      return "PERSID";
+    case 'Q':
+      return "BINPERSID";
+    default:
+      return nullptr;
   }
 }
 
@@ -212,15 +226,20 @@ class Reader {
           return fail("nested deeper than " + std::to_string(limits_.max_depth));
         marks_.push_back(stack_.size());
         return true;
-      case '0': return pop(&value);
-      case '1': return pop_mark(&values);
+      case '0':
+        return pop(&value);
+      case '1':
+        return pop_mark(&values);
       case '2':
         if (!pop(&value)) return false;
         stack_.push_back(value);
         return push(value);
-      case 'N': return push({Kind::none, 0, 0});
-      case 0x88: return push({Kind::boolean, 0, 1});
-      case 0x89: return push({Kind::boolean, 0, 0});
+      case 'N':
+        return push({Kind::none, 0, 0});
+      case 0x88:
+        return push({Kind::boolean, 0, 1});
+      case 0x89:
+        return push({Kind::boolean, 0, 0});
       case 'J': {
         std::uint32_t word = 0;
         if (!little(4, &word)) return false;
@@ -265,9 +284,12 @@ class Reader {
       case 0x8e:  // BINBYTES8
         if (!little(8, &n)) return false;
         return push_text(Kind::bytes, n);
-      case ']': return push_container(Kind::list, {});
-      case '}': return push_container(Kind::dict, {});
-      case ')': return push_container(Kind::tuple, {});
+      case ']':
+        return push_container(Kind::list, {});
+      case '}':
+        return push_container(Kind::dict, {});
+      case ')':
+        return push_container(Kind::tuple, {});
       case 'l':
         if (!pop_mark(&values)) return false;
         return push_container(Kind::list, std::move(values));
@@ -306,14 +328,16 @@ class Reader {
       case 'r':
         if (!little(4, &n)) return false;
         return memo_put(n);
-      case 0x94: return memo_put(memo_.size());  // MEMOIZE
+      case 0x94:
+        return memo_put(memo_.size());  // MEMOIZE
       case 'h':
         if (!little(1, &n)) return false;
         return memo_get(n);
       case 'j':
         if (!little(4, &n)) return false;
         return memo_get(n);
-      default: break;
+      default:
+        break;
     }
     if (const char* name = code_opcode(op); name != nullptr)
       return fail(std::string(name) + " (" + hex_byte(op) +

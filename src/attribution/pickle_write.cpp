@@ -18,9 +18,13 @@ Writer::Writer() {
   out_ += '\x02';
 }
 
-void Writer::none() { out_ += 'N'; }
+void Writer::none() {
+  out_ += 'N';
+}
 
-void Writer::boolean(bool value) { out_ += value ? '\x88' : '\x89'; }
+void Writer::boolean(bool value) {
+  out_ += value ? '\x88' : '\x89';
+}
 
 void Writer::integer(std::int64_t value) {
   if (value >= 0 && value < 256) {
@@ -55,12 +59,24 @@ void Writer::text(std::string_view value) {
   out_ += value;
 }
 
-void Writer::start_list() { out_ += "]("; }
-void Writer::end_list() { out_ += 'e'; }
-void Writer::start_dict() { out_ += "}("; }
-void Writer::end_dict() { out_ += 'u'; }
-void Writer::start_tuple() { out_ += '('; }
-void Writer::end_tuple() { out_ += 't'; }
+void Writer::start_list() {
+  out_ += "](";
+}
+void Writer::end_list() {
+  out_ += 'e';
+}
+void Writer::start_dict() {
+  out_ += "}(";
+}
+void Writer::end_dict() {
+  out_ += 'u';
+}
+void Writer::start_tuple() {
+  out_ += '(';
+}
+void Writer::end_tuple() {
+  out_ += 't';
+}
 
 std::string Writer::finish() {
   out_ += '.';

@@ -91,8 +91,10 @@ class Converter {
   }
   // Each element walked counts against the budget: shared references cannot multiply the work.
   bool spend(std::size_t count) {
-    if (count > budget_) return bad("snapshot", "expands beyond its budget of values (shared "
-                                                "references repeated)");
+    if (count > budget_)
+      return bad("snapshot",
+                 "expands beyond its budget of values (shared "
+                 "references repeated)");
     budget_ -= count;
     return true;
   }
@@ -223,7 +225,8 @@ class Converter {
         }
       }
       if (frames != nullptr) {
-        std::size_t& known = stack_of_list_[static_cast<std::size_t>(frames - pickle_.items.data())];
+        std::size_t& known =
+            stack_of_list_[static_cast<std::size_t>(frames - pickle_.items.data())];
         if (known == kUnseen) {
           if (!stack(*frames, block_where + ".frames", &live.stack)) return false;
           known = live.stack.value_or(kNoStack);

@@ -20,8 +20,11 @@ std::string valid_utf8(const std::string& text) {
   out.reserve(text.size());
   for (std::size_t at = 0; at < text.size();) {
     const auto lead = static_cast<unsigned char>(text[at]);
-    std::size_t length = lead < 0x80 ? 1 : (lead >> 5) == 6 ? 2 : (lead >> 4) == 14 ? 3
-                                         : (lead >> 3) == 30 ? 4 : 0;
+    std::size_t length = lead < 0x80         ? 1
+                         : (lead >> 5) == 6  ? 2
+                         : (lead >> 4) == 14 ? 3
+                         : (lead >> 3) == 30 ? 4
+                                             : 0;
     bool valid = length > 0 && at + length <= text.size();
     for (std::size_t i = 1; valid && i < length; ++i)
       valid = (static_cast<unsigned char>(text[at + i]) & 0xc0) == 0x80;
@@ -131,8 +134,8 @@ class SnapshotWriter {
     // Blocks without an address of their own, and what the level holds beyond the blocks, after
     // the highest block, each on a segment boundary.
     auto place = [&](std::int64_t bytes) {
-      const std::int64_t at = (std::max(end, next) + kSegmentAlignment - 1) / kSegmentAlignment *
-                              kSegmentAlignment;
+      const std::int64_t at =
+          (std::max(end, next) + kSegmentAlignment - 1) / kSegmentAlignment * kSegmentAlignment;
       next = at + bytes;
       return at;
     };
@@ -174,10 +177,12 @@ class SnapshotWriter {
       for (const std::size_t index : document_.stacks[*piece.stack]) {
         if (index >= document_.frames.size()) continue;
         const Frame& model = document_.frames[index];
-        const std::string name = model.function ? *model.function
+        const std::string name = model.function  ? *model.function
                                  : model.address ? *model.address
                                                  : "??";
-        frame(model.file ? *model.file : model.module ? *model.module : "??",
+        frame(model.file     ? *model.file
+              : model.module ? *model.module
+                             : "??",
               model.line.value_or(0), name);
       }
     }

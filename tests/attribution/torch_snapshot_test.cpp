@@ -19,7 +19,8 @@ using namespace std::string_literals;
 
 std::string read_error(const std::string& bytes) {
   std::string error;
-  const std::optional<doc::Document> document = doc::parse_torch_snapshot(bytes, "s.pickle", &error);
+  const std::optional<doc::Document> document =
+      doc::parse_torch_snapshot(bytes, "s.pickle", &error);
   EXPECT_FALSE(document.has_value());
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;
   return error;
@@ -218,11 +219,24 @@ TEST(TorchSnapshot, AnythingButASnapshotIsNamedSo) {
 // "t": (1, "é"), "b": b"x", "ok": True, "no": None}, protocol=5): FRAME, MEMOIZE,
 // SHORT_BINUNICODE, LONG1, BINFLOAT, TUPLE2, SHORT_BINBYTES, NEWTRUE, NONE, SETITEMS.
 const std::string kPythonProtocol5 =
-    "\x80\x05\x95" "a\x00\x00\x00\x00\x00\x00\x00\x7d\x94\x28\x8c\x08" "segments\x94\x5d"
-    "\x94\x8c\x0d" "device_traces\x94\x5d\x94\x5d\x94" "a\x8c\x01" "n\x94\x8a\x06\x00"
-    "\x00\x00\x00\x00\xff\x8c\x01" "f\x94" "G\x3f\xf8\x00\x00\x00\x00\x00\x00\x8c\x01"
-    "t\x94" "K\x01\x8c\x02\xc3\xa9\x94\x86\x94\x8c\x01" "b\x94" "C\x01" "x\x94\x8c\x02"
-    "ok\x94\x88\x8c\x02" "no\x94" "Nu\x2e"s;
+    "\x80\x05\x95"
+    "a\x00\x00\x00\x00\x00\x00\x00\x7d\x94\x28\x8c\x08"
+    "segments\x94\x5d"
+    "\x94\x8c\x0d"
+    "device_traces\x94\x5d\x94\x5d\x94"
+    "a\x8c\x01"
+    "n\x94\x8a\x06\x00"
+    "\x00\x00\x00\x00\xff\x8c\x01"
+    "f\x94"
+    "G\x3f\xf8\x00\x00\x00\x00\x00\x00\x8c\x01"
+    "t\x94"
+    "K\x01\x8c\x02\xc3\xa9\x94\x86\x94\x8c\x01"
+    "b\x94"
+    "C\x01"
+    "x\x94\x8c\x02"
+    "ok\x94\x88\x8c\x02"
+    "no\x94"
+    "Nu\x2e"s;
 
 TEST(TorchSnapshot, ThePickleReaderReadsWhatPythonWrites) {
   std::string error;
@@ -246,7 +260,8 @@ TEST(TorchSnapshot, ThePickleReaderReadsWhatPythonWrites) {
 
 TEST(TorchSnapshot, EveryOpcodeThatImportsOrCallsIsRefusedAtItsByte) {
   // pickle.dumps(os.system) and the classic "cos\nsystem\n(S'id'\ntR." exploit.
-  EXPECT_EQ(read_error("\x80\x02" "cposix\nsystem\nq\x00."s),
+  EXPECT_EQ(read_error("\x80\x02"
+                       "cposix\nsystem\nq\x00."s),
             "s.pickle: PyTorch snapshot: byte 2: GLOBAL (0x63) would import or call Python code: "
             "refused (a memory snapshot holds only dicts, lists, strings and numbers)");
   EXPECT_NE(read_error("\x80\x04\x8c\x02os\x8c\x06system\x93."s).find("byte 14: STACK_GLOBAL"),
@@ -285,16 +300,15 @@ TEST(TorchSnapshot, HostilePicklesAreOneLineErrors) {
             "s.pickle: PyTorch snapshot: byte 4: STOP with a stack not one value");
   EXPECT_EQ(read_error("\x80\x02N.N"s),
             "s.pickle: PyTorch snapshot: byte 4: bytes after the pickle's STOP");
-  EXPECT_EQ(read_error("\x80\x02NK\x01" "a."s),
+  EXPECT_EQ(read_error("\x80\x02NK\x01"
+                       "a."s),
             "s.pickle: PyTorch snapshot: byte 5: appends to something not a list");
   // A list inside itself (EMPTY_LIST, DUP, APPEND) as the segments: a cycle, read and refused.
-  EXPECT_EQ(read_error("\x80\x02]2a."s),
-            "s.pickle: PyTorch snapshot: segments[0]: not a dict");
+  EXPECT_EQ(read_error("\x80\x02]2a."s), "s.pickle: PyTorch snapshot: segments[0]: not a dict");
   // Every prefix of a good snapshot is cut short.
   const std::string good = current_form();
   for (std::size_t length = 0; length < good.size(); ++length)
-    EXPECT_NE(read_error(good.substr(0, length)).find("PyTorch snapshot: byte"),
-              std::string::npos)
+    EXPECT_NE(read_error(good.substr(0, length)).find("PyTorch snapshot: byte"), std::string::npos)
         << length;
 }
 
@@ -330,10 +344,18 @@ TEST(TorchSnapshot, DamagedSnapshotsNeverCrashTheReader) {
     for (int edit = 0; edit < edits; ++edit) {
       const std::size_t at = random() % bytes.size();
       switch (random() % 4) {
-        case 0: bytes[at] = static_cast<char>(random()); break;
-        case 1: bytes.erase(at, 1 + random() % 8); break;
-        case 2: bytes.insert(at, 1, static_cast<char>(random())); break;
-        default: bytes.resize(at); break;
+        case 0:
+          bytes[at] = static_cast<char>(random());
+          break;
+        case 1:
+          bytes.erase(at, 1 + random() % 8);
+          break;
+        case 2:
+          bytes.insert(at, 1, static_cast<char>(random()));
+          break;
+        default:
+          bytes.resize(at);
+          break;
       }
       if (bytes.empty()) bytes = "\x80";
     }
@@ -351,11 +373,10 @@ TEST(TorchSnapshot, DamagedSnapshotsNeverCrashTheReader) {
 doc::Document gpumem_document() {
   doc::Document document;
   document.devices = {{0, "GPU-1", "NVIDIA H200", 150 * 1024 * kMiB}};
-  document.frames = {{"load_weights", "/home/me/train.py", 12, std::nullopt, std::nullopt,
-                      "python"},
-                     {std::nullopt, std::nullopt, std::nullopt, "/usr/lib/libnccl.so.2",
-                      "0x4a2b", "native"},
-                     {"main", "/home/me/train.py", 90, std::nullopt, std::nullopt, "python"}};
+  document.frames = {
+      {"load_weights", "/home/me/train.py", 12, std::nullopt, std::nullopt, "python"},
+      {std::nullopt, std::nullopt, std::nullopt, "/usr/lib/libnccl.so.2", "0x4a2b", "native"},
+      {"main", "/home/me/train.py", 90, std::nullopt, std::nullopt, "python"}};
   document.stacks = {{0, 2}, {1}};
   doc::Snapshot peak;
   peak.what = "peak";

@@ -39,13 +39,13 @@ const std::string kBeforeTable =
     "    BYTES  SHARE  BLOCKS  ALLOCATED BY                         CALLED FROM\n"
     "512.0 MiB  50.0%       1  load_weights (/home/me/train.py:12)  main\n"
     "256.0 MiB  25.0%       1  forward (/home/me/train.py:30)       main\n"
-    "256.0 MiB  25.0%       -  (held without a block)               context, pool reservations, rounding\n";
+    "256.0 MiB  25.0%       -  (held without a block)               context, pool reservations, "
+    "rounding\n";
 
 TEST(TorchSnapshotCommand, EachFormAndProtocolShowsTheLiveBlocksByTheirPythonFrames) {
   const std::string folder = snapshots();
   for (const char* name : {"before", "older", "p2", "p3", "p4", "p5"}) {
-    const CommandResult shown =
-        gpumem({"attribution", folder + "/" + name + ".pickle", "--wide"});
+    const CommandResult shown = gpumem({"attribution", folder + "/" + name + ".pickle", "--wide"});
     EXPECT_EQ(shown.exit_code, 0) << name << shown.err;
     EXPECT_EQ(shown.err, "") << name;
     EXPECT_EQ(shown.out, kBeforeTable) << name;
@@ -57,14 +57,16 @@ TEST(TorchSnapshotCommand, DiffOfTwoSnapshotsShowsTheStacksThatGrew) {
   const CommandResult diff =
       gpumem({"diff", folder + "/before.pickle", folder + "/after.pickle", "--wide"});
   EXPECT_EQ(diff.exit_code, 0) << diff.err;
-  EXPECT_EQ(diff.out, folder + "/before.pickle → " + folder + "/after.pickle (torch snapshot)\n" +
-                          "\n"
-                          "PEAK PER DEVICE   BEFORE    AFTER      CHANGE       %  MATCHED\n"
-                          "GPU 0            1.0 GiB  1.5 GiB  +512.0 MiB  +50.0%  by ordinal\n"
-                          "\n"
-                          "STACK AT THE PEAK                  BEFORE      AFTER      CHANGE        %  CALLED FROM\n"
-                          "forward (/home/me/train.py:30)  256.0 MiB  768.0 MiB  +512.0 MiB  +200.0%  main\n"
-                          "1 stack held the same at both peaks.\n");
+  EXPECT_EQ(
+      diff.out,
+      folder + "/before.pickle → " + folder + "/after.pickle (torch snapshot)\n" +
+          "\n"
+          "PEAK PER DEVICE   BEFORE    AFTER      CHANGE       %  MATCHED\n"
+          "GPU 0            1.0 GiB  1.5 GiB  +512.0 MiB  +50.0%  by ordinal\n"
+          "\n"
+          "STACK AT THE PEAK                  BEFORE      AFTER      CHANGE        %  CALLED FROM\n"
+          "forward (/home/me/train.py:30)  256.0 MiB  768.0 MiB  +512.0 MiB  +200.0%  main\n"
+          "1 stack held the same at both peaks.\n");
 }
 
 TEST(TorchSnapshotCommand, TheHtmlReportOfASnapshotEmbedsItsBlocks) {
@@ -81,7 +83,10 @@ TEST(TorchSnapshotCommand, AHostilePickleIsOneLineAndStatusOne) {
   const std::string folder = temporary_folder();
   {
     std::ofstream evil(folder + "/evil.pickle", std::ios::binary);
-    evil << std::string("\x80\x02" "cposix\nsystem\n(X\x02\x00\x00\x00idtR.", 27);
+    evil << std::string(
+        "\x80\x02"
+        "cposix\nsystem\n(X\x02\x00\x00\x00idtR.",
+        27);
   }
   const CommandResult shown = gpumem({"attribution", folder + "/evil.pickle"});
   EXPECT_EQ(shown.exit_code, 1);
@@ -92,7 +97,8 @@ TEST(TorchSnapshotCommand, AHostilePickleIsOneLineAndStatusOne) {
                            "lists, strings and numbers)\n");
   const CommandResult diff = gpumem({"diff", folder + "/evil.pickle", folder + "/evil.pickle"});
   EXPECT_EQ(diff.exit_code, 1);
-  EXPECT_EQ(diff.err.find("gpumem diff: " + folder + "/evil.pickle: PyTorch snapshot: byte 2: "
+  EXPECT_EQ(diff.err.find("gpumem diff: " + folder +
+                          "/evil.pickle: PyTorch snapshot: byte 2: "
                           "GLOBAL (0x63)"),
             0u)
       << diff.err;
@@ -111,26 +117,31 @@ TEST(TorchSnapshotCommand, PyTorchsMemoryVizReadsTheOlderFormGpumemWrites) {
   ASSERT_EQ(written.exit_code, 0) << written.err;
   const CommandResult stats = helper({"viz", "stats", viz});
   EXPECT_EQ(stats.exit_code, 0) << stats.err;
-  EXPECT_EQ(stats.out, 
-            "{'active_allocated': 200.0MiB, 'segments': 6, 'total_size': 200.0MiB}\n");
+  EXPECT_EQ(stats.out, "{'active_allocated': 200.0MiB, 'segments': 6, 'total_size': 200.0MiB}\n");
   const CommandResult memory = helper({"viz", "memory", viz});
   EXPECT_EQ(memory.exit_code, 0) << memory.err;
-  EXPECT_EQ(memory.out, 
+  EXPECT_EQ(memory.out,
             "stream_0;active_allocated;train.cpp:7:main;train.cpp:42:train_step 62914560\n"
             "stream_0;active_allocated;train.cpp:7:main;weights.cpp:99:load_weights 52428800\n"
             "stream_0;active_allocated;train.cpp:7:main;train.cpp:42:train_step 41943040\n"
-            "stream_0;active_allocated;train.cpp:7:main;weights.cpp:99:load_weights;weights.cpp:12:loader 20971520\n"
+            "stream_0;active_allocated;train.cpp:7:main;weights.cpp:99:load_weights;weights.cpp:12:"
+            "loader 20971520\n"
             "stream_0;active_allocated;<non-python> 10485760\n"
             "stream_0;active_allocated;:0:<gpumem: held without a block> 20971520\n");
   const CommandResult segments = helper({"viz", "segments", viz});
   EXPECT_EQ(segments.exit_code, 0) << segments.err;
-  EXPECT_EQ(segments.out, 
-            "stream_0;seg_139637976727552;active_allocated;train.cpp:7:main;train.cpp:42:train_step 62914560\n"
-            "stream_0;seg_139638245163008;active_allocated;train.cpp:7:main;weights.cpp:99:load_weights 52428800\n"
-            "stream_0;seg_139638513598464;active_allocated;train.cpp:7:main;train.cpp:42:train_step 41943040\n"
-            "stream_0;seg_139638782033920;active_allocated;train.cpp:7:main;weights.cpp:99:load_weights;weights.cpp:12:loader 20971520\n"
-            "stream_0;seg_139639050469376;active_allocated;<non-python> 10485760\n"
-            "stream_0;seg_139639060955136;active_allocated;:0:<gpumem: held without a block> 20971520\n");
+  EXPECT_EQ(
+      segments.out,
+      "stream_0;seg_139637976727552;active_allocated;train.cpp:7:main;train.cpp:42:train_step "
+      "62914560\n"
+      "stream_0;seg_139638245163008;active_allocated;train.cpp:7:main;weights.cpp:99:load_weights "
+      "52428800\n"
+      "stream_0;seg_139638513598464;active_allocated;train.cpp:7:main;train.cpp:42:train_step "
+      "41943040\n"
+      "stream_0;seg_139638782033920;active_allocated;train.cpp:7:main;weights.cpp:99:load_weights;"
+      "weights.cpp:12:loader 20971520\n"
+      "stream_0;seg_139639050469376;active_allocated;<non-python> 10485760\n"
+      "stream_0;seg_139639060955136;active_allocated;:0:<gpumem: held without a block> 20971520\n");
   const std::string later = folder + "/later.pickle";
   ASSERT_EQ(gpumem({"attribution", std::string(GPUMEM_TEST_DOCS) + "/snap-later.json",
                     "--torch-snapshot", later, "--torch-form", "list"})
@@ -138,17 +149,25 @@ TEST(TorchSnapshotCommand, PyTorchsMemoryVizReadsTheOlderFormGpumemWrites) {
             0);
   const CommandResult compare = helper({"viz", "compare", viz, later});
   EXPECT_EQ(compare.exit_code, 0) << compare.err;
-  EXPECT_EQ(compare.out, 
+  EXPECT_EQ(compare.out,
             "only_before = [139638513598464, 139638782033920, 139637976727552, 139638245163008]\n"
             "only_after = [139637976727552, 139638782033920, 139638245163008, 139638513598464]\n"
-            "only_before;stream_0;seg_139637976727552;active_allocated;train.cpp:7:main;train.cpp:42:train_step 62914560\n"
-            "only_before;stream_0;seg_139638245163008;active_allocated;train.cpp:7:main;weights.cpp:99:load_weights 52428800\n"
-            "only_before;stream_0;seg_139638513598464;active_allocated;train.cpp:7:main;train.cpp:42:train_step 41943040\n"
-            "only_before;stream_0;seg_139638782033920;active_allocated;train.cpp:7:main;weights.cpp:99:load_weights;weights.cpp:12:loader 20971520\n"
-            "only_after;stream_0;seg_139637976727552;active_allocated;train.cpp:7:main;train.cpp:45:train_step 104857600\n"
-            "only_after;stream_0;seg_139638245163008;active_allocated;train.cpp:7:main;train.cpp:45:train_step 31457280\n"
-            "only_after;stream_0;seg_139638513598464;active_allocated;train.cpp:7:main;weights.cpp:99:load_weights;weights.cpp:12:loader 20971520\n"
-            "only_after;stream_0;seg_139638782033920;active_allocated;train.cpp:7:main;train.cpp:45:train_step;data.cpp:3:augment 16777216\n");
+            "only_before;stream_0;seg_139637976727552;active_allocated;train.cpp:7:main;train.cpp:"
+            "42:train_step 62914560\n"
+            "only_before;stream_0;seg_139638245163008;active_allocated;train.cpp:7:main;weights."
+            "cpp:99:load_weights 52428800\n"
+            "only_before;stream_0;seg_139638513598464;active_allocated;train.cpp:7:main;train.cpp:"
+            "42:train_step 41943040\n"
+            "only_before;stream_0;seg_139638782033920;active_allocated;train.cpp:7:main;weights."
+            "cpp:99:load_weights;weights.cpp:12:loader 20971520\n"
+            "only_after;stream_0;seg_139637976727552;active_allocated;train.cpp:7:main;train.cpp:"
+            "45:train_step 104857600\n"
+            "only_after;stream_0;seg_139638245163008;active_allocated;train.cpp:7:main;train.cpp:"
+            "45:train_step 31457280\n"
+            "only_after;stream_0;seg_139638513598464;active_allocated;train.cpp:7:main;weights.cpp:"
+            "99:load_weights;weights.cpp:12:loader 20971520\n"
+            "only_after;stream_0;seg_139638782033920;active_allocated;train.cpp:7:main;train.cpp:"
+            "45:train_step;data.cpp:3:augment 16777216\n");
 }
 
 // The current form as Python's pickle loads it: every segment, block and frame, and the
@@ -161,25 +180,33 @@ TEST(TorchSnapshotCommand, TheCurrentFormGpumemWritesLoadsInPythonWithEveryByteO
   ASSERT_EQ(written.exit_code, 0) << written.err;
   const CommandResult summary = helper({"summary", out});
   EXPECT_EQ(summary.exit_code, 0) << summary.err;
-  EXPECT_EQ(summary.out, 
-            "dict: device_traces, segments\n"
-            "device_traces: [[('segment_alloc', '0x7f0000000000', 62914560, 1000000), ('alloc', '0x7f0000000000', 62914560, 1000000), ('segment_alloc', '0x7f0010000000', 52428800, 1000000), ('alloc', '0x7f0010000000', 52428800, 1000000), ('segment_alloc', '0x7f0020000000', 41943040, 1000000), ('alloc', '0x7f0020000000', 41943040, 1000000), ('segment_alloc', '0x7f0030000000', 20971520, 1000000), ('alloc', '0x7f0030000000', 20971520, 1000000), ('segment_alloc', '0x7f0040000000', 10485760, 1000000), ('alloc', '0x7f0040000000', 10485760, 1000000)]]\n"
-            "segment device 0 0x7f0000000000 62914560 stream 0 large\n"
-            "  active_allocated 0x7f0000000000 62914560: train_step train.cpp:42; main train.cpp:7\n"
-            "segment device 0 0x7f0010000000 52428800 stream 0 large\n"
-            "  active_allocated 0x7f0010000000 52428800: load_weights weights.cpp:99; main train.cpp:7\n"
-            "segment device 0 0x7f0020000000 41943040 stream 0 large\n"
-            "  active_allocated 0x7f0020000000 41943040: train_step train.cpp:42; main train.cpp:7\n"
-            "segment device 0 0x7f0030000000 20971520 stream 0 large\n"
-            "  active_allocated 0x7f0030000000 20971520: loader weights.cpp:12; load_weights weights.cpp:99; main train.cpp:7\n"
-            "segment device 0 0x7f0040000000 10485760 stream 0 large\n"
-            "  active_allocated 0x7f0040000000 10485760: \n"
-            "segment device 0 0x7f0040a00000 20971520 stream 0 large\n"
-            "  active_allocated 0x7f0040a00000 20971520: <gpumem: held without a block> :0\n");
+  EXPECT_EQ(
+      summary.out,
+      "dict: device_traces, segments\n"
+      "device_traces: [[('segment_alloc', '0x7f0000000000', 62914560, 1000000), ('alloc', "
+      "'0x7f0000000000', 62914560, 1000000), ('segment_alloc', '0x7f0010000000', 52428800, "
+      "1000000), ('alloc', '0x7f0010000000', 52428800, 1000000), ('segment_alloc', "
+      "'0x7f0020000000', 41943040, 1000000), ('alloc', '0x7f0020000000', 41943040, 1000000), "
+      "('segment_alloc', '0x7f0030000000', 20971520, 1000000), ('alloc', '0x7f0030000000', "
+      "20971520, 1000000), ('segment_alloc', '0x7f0040000000', 10485760, 1000000), ('alloc', "
+      "'0x7f0040000000', 10485760, 1000000)]]\n"
+      "segment device 0 0x7f0000000000 62914560 stream 0 large\n"
+      "  active_allocated 0x7f0000000000 62914560: train_step train.cpp:42; main train.cpp:7\n"
+      "segment device 0 0x7f0010000000 52428800 stream 0 large\n"
+      "  active_allocated 0x7f0010000000 52428800: load_weights weights.cpp:99; main train.cpp:7\n"
+      "segment device 0 0x7f0020000000 41943040 stream 0 large\n"
+      "  active_allocated 0x7f0020000000 41943040: train_step train.cpp:42; main train.cpp:7\n"
+      "segment device 0 0x7f0030000000 20971520 stream 0 large\n"
+      "  active_allocated 0x7f0030000000 20971520: loader weights.cpp:12; load_weights "
+      "weights.cpp:99; main train.cpp:7\n"
+      "segment device 0 0x7f0040000000 10485760 stream 0 large\n"
+      "  active_allocated 0x7f0040000000 10485760: \n"
+      "segment device 0 0x7f0040a00000 20971520 stream 0 large\n"
+      "  active_allocated 0x7f0040a00000 20971520: <gpumem: held without a block> :0\n");
   // And gpumem reads its own snapshot back: the level the same, every byte now a block.
   const CommandResult back = gpumem({"attribution", out, "--wide"});
   EXPECT_EQ(back.exit_code, 0) << back.err;
-  EXPECT_EQ(back.out, 
+  EXPECT_EQ(back.out,
             "peak of scope torch snapshot on GPU 0, at 0 ms\n"
             "level 200.0 MiB: 200.0 MiB in 6 live blocks from 5 stacks, 0 B held without a block\n"
             "\n"

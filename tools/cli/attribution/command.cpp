@@ -118,7 +118,7 @@ int attribution_command(const AttributionOptions& options) {
     namespace model = gpumem::detail::attribution;
     write(options.torch_path,
           model::torch_snapshot(*document, options.torch_form == "list" ? model::TorchForm::list
-                                                                         : model::TorchForm::dict));
+                                                                        : model::TorchForm::dict));
   }
   return written ? 0 : 1;
 }
@@ -136,9 +136,10 @@ void add_attribution_command(CLI::App& app, int& exit_code) {
       "E.g. gpumem attribution snap.json --html report.html\nWithout --snapshot it shows the "
       "highest peak and the first out-of-memory "
       "failure; --svg and --pprof draw the highest peak (else the failure).");
-  command->add_option("file", options->file,
-                      "An attribution document (gpumem.attribution/1) or a PyTorch memory "
-                      "snapshot (torch.cuda.memory._dump_snapshot)")
+  command
+      ->add_option("file", options->file,
+                   "An attribution document (gpumem.attribution/1) or a PyTorch memory "
+                   "snapshot (torch.cuda.memory._dump_snapshot)")
       ->required();
   number_option(
       *command,
