@@ -7,9 +7,18 @@
 #include "gpumem/internal/printable_text.hpp"
 
 namespace gpumem::serve {
+namespace {
+
+// How old a process's labels, and the kubelet's container names, may get: a collection rereads
+// /proc for a process only when it is new or its labels are this old.
+constexpr std::chrono::seconds kLabelMaxAge{1};
+
+}  // namespace
 
 Collector::Collector(CollectorOptions options)
-    : options_(std::move(options)), containers_(options_.proc, options_.containers) {
+    : options_(std::move(options)),
+      containers_(options_.proc, options_.containers),
+      labels_(containers_, kLabelMaxAge) {
   pid_namespace_ = own_pid_namespace();
   const int count = gpumem::device_count();
   std::vector<int> ordinals;
@@ -28,7 +37,12 @@ Collector::Collector(CollectorOptions options)
 Snapshot Collector::collect() {
   Snapshot snapshot;
   snapshot.host = options_.host;
-  containers_.refresh();
+  const std::int64_t now_ns = support::monotonic_ns();
+  if (containers_read_ns_ == 0 ||
+      now_ns - containers_read_ns_ >= std::chrono::nanoseconds(kLabelMaxAge).count()) {
+    containers_.refresh();
+    containers_read_ns_ = now_ns;
+  }
   for (std::size_t i = 0; i < devices_.size(); ++i) {
     Identity& identity = devices_[i];
     if (identity.uuid.empty()) {
@@ -50,13 +64,15 @@ Snapshot Collector::collect() {
       device.window_peak = peaks_->peak(i);
       for (const ProcessMemory& process : device_processes(identity.ordinal)) {
         if (!process.used_bytes) continue;
-        snapshot.processes.push_back(ProcessSample{
-            identity.ordinal, identity.uuid, process.pid, containers_.process_name(process.pid),
-            *process.used_bytes, containers_.identify(process.pid)});
+        const ProcessLabels& labels = labels_.labels(process.pid, now_ns);
+        snapshot.processes.push_back(ProcessSample{identity.ordinal, identity.uuid, process.pid,
+                                                   labels.name, *process.used_bytes,
+                                                   labels.container});
       }
     }
     snapshot.devices.push_back(std::move(device));
   }
+  labels_.end_collection();
   snapshot.live_peaks = peaks_;
   collect_traces(snapshot);
   snapshot.exporter.interval_seconds = std::chrono::duration<double>(options_.interval).count();
