@@ -47,8 +47,7 @@ class Collector {
   std::vector<Identity> devices_;
   std::shared_ptr<WindowPeak> peaks_;  // shared with the snapshots, which scrapes read it through
   ContainerDirectory containers_;
-  ProcessLabelCache labels_;       // reads /proc only for new processes and labels 1 s old
-  std::int64_t containers_read_ns_ = 0;  // the kubelet's names, reread once a second
+  ProcessLabelCache labels_;  // reads /proc only for new processes and labels 10 s old
   std::string pid_namespace_;                              // the exporter's own, "pid:[inode]"
   std::map<std::filesystem::path, std::string> refusals_;  // logged once per change
 };
