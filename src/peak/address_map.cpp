@@ -58,7 +58,7 @@ void AddressMap::Table::resize(std::size_t slots) {
 
 // Inline in AddressMap's own: the allocation path's (this file is their only user).
 [[gnu::always_inline]] inline void AddressMap::Table::insert(std::uint64_t key, Block block) {
-  if ((size_ + 1) * 8 > slots_.size() * 5) resize(slots_.empty() ? 16 : slots_.size() * 2);
+  if ((size_ + 1) * 8 > slots_.size() * 3) resize(slots_.empty() ? 16 : slots_.size() * 2);
   const std::size_t mask = slots_.size() - 1;
   const std::uint64_t packed = pack(block);
   for (std::size_t i = home(key);; i = (i + 1) & mask) {
@@ -106,9 +106,9 @@ std::optional<Block> AddressMap::Table::find(std::uint64_t key) const {
   --size_;
   if (size_ == 0) {
     clear();  // all gone: give the memory back
-  } else if (slots_.size() > 16 && size_ * 8 < slots_.size()) {
+  } else if (slots_.size() > 16 && size_ * 16 < slots_.size()) {
     try {
-      resize(slots_.size() / 2);  // below 1/8: to 1/4
+      resize(slots_.size() / 2);  // below 1/16: to 1/8
     } catch (...) {
       // No memory for the smaller table: the larger one stays, as correct.
     }
