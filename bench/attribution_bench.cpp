@@ -159,8 +159,7 @@ void BM_SnapshotMemory1MBlocks(benchmark::State& state) {
     const std::size_t with_snapshots = table.memory_bytes();
     state.counters["MiB_1M_blocks"] = static_cast<double>(live) / (1 << 20);
     state.counters["bytes_per_block"] = static_cast<double>(live) / kBlocks;
-    state.counters["bytes_per_snapshot"] =
-        static_cast<double>(with_snapshots - live) / kSnapshots;
+    state.counters["bytes_per_snapshot"] = static_cast<double>(with_snapshots - live) / kSnapshots;
     state.counters["full_copy_bytes"] = static_cast<double>(live);  // the baseline
     for (std::uint64_t i = 1; i <= kBlocks + kSnapshots; ++i) table.erase(i << 21);
     state.counters["MiB_freed_while_held"] = static_cast<double>(table.memory_bytes()) / (1 << 20);

@@ -62,8 +62,9 @@ void BM_RawNvmlMemoryInfo(benchmark::State& state) {
 using CtxGetDevice = int (*)(int*);
 void BM_RawCtxGetDeviceAndNvml(benchmark::State& state) {
   static const RawNvml raw = open_raw_nvml(1);
-  static const auto ctx_get_device = reinterpret_cast<CtxGetDevice>(::dlsym(
-      ::dlopen(testing::sim_path("libcuda.so.1").c_str(), RTLD_NOW | RTLD_LOCAL), "cuCtxGetDevice"));
+  static const auto ctx_get_device = reinterpret_cast<CtxGetDevice>(
+      ::dlsym(::dlopen(testing::sim_path("libcuda.so.1").c_str(), RTLD_NOW | RTLD_LOCAL),
+              "cuCtxGetDevice"));
   if (raw.memory_v2 == nullptr || ctx_get_device == nullptr) {
     state.SkipWithError("cannot load the simulated NVML or CUDA");
     return;

@@ -76,7 +76,8 @@ void BlockTable::retire(const Slot& slot) {
 }
 
 void BlockTable::prune() noexcept {
-  std::erase_if(retired_, [this](const Retired& each) { return !seen(each.block.born, each.died); });
+  std::erase_if(retired_,
+                [this](const Retired& each) { return !seen(each.block.born, each.died); });
   prune_at_ = std::max<std::size_t>(64, retired_.size() * 2);
   if (retired_.capacity() > 4 * prune_at_) retired_.shrink_to_fit();
 }

@@ -47,8 +47,8 @@ class Collector {
   std::vector<Identity> devices_;
   std::shared_ptr<WindowPeak> peaks_;  // shared with the snapshots, which scrapes read it through
   ContainerDirectory containers_;
-  ProcessLabelCache labels_;  // reads /proc only for new processes and labels 10 s old
-  std::string pid_namespace_;                              // the exporter's own, "pid:[inode]"
+  ProcessLabelCache labels_;   // reads /proc only for new processes and labels 10 s old
+  std::string pid_namespace_;  // the exporter's own, "pid:[inode]"
   std::map<std::filesystem::path, std::string> refusals_;  // logged once per change
 };
 

@@ -17,7 +17,8 @@ const ProcessLabels& ProcessLabelCache::labels(unsigned pid, std::int64_t now_ns
 }
 
 void ProcessLabelCache::end_collection() {
-  std::erase_if(known_, [this](const auto& entry) { return entry.second.collection != collection_; });
+  std::erase_if(known_,
+                [this](const auto& entry) { return entry.second.collection != collection_; });
   ++collection_;
 }
 
