@@ -51,9 +51,9 @@ void BlockTable::remove_at(std::size_t hole) noexcept {
   }
   slots_[hole] = Slot{};
   --size_;
-  if (size_ == 0) {
-    std::vector<Slot>().swap(slots_);  // all gone: give the memory back
-  } else if (slots_.size() > kMinSlots && size_ * 16 < slots_.size() * 3) {
+  // Down to kMinSlots, never to none: a block allocated and freed again and again must not cost
+  // an allocation each time.
+  if (slots_.size() > kMinSlots && size_ * 16 < slots_.size() * 3) {
     try {
       resize(slots_.size() / 2);  // below 3/16 full: to 3/8
     } catch (...) {

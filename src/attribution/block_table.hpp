@@ -8,7 +8,8 @@
 // list once no held snapshot sees it. So an event costs one hash probe sequence whatever the
 // number of live blocks or snapshots (O(1) expected; retiring adds O(log h) for h held
 // snapshots), the memory is one slot per live block (the table halves when it is under 3/16
-// full) plus the blocks a held snapshot still needs, and reading a snapshot walks the table.
+// full, down to 16 slots) plus the blocks a held snapshot still needs, and reading a snapshot
+// walks the table.
 //
 // Not thread-safe: the recorder serializes every call on one device's table (its mutex),
 // reading snapshots included.

@@ -104,9 +104,9 @@ std::optional<Block> AddressMap::Table::find(std::uint64_t key) const {
   }
   slots_[hole] = Slot{};
   --size_;
-  if (size_ == 0) {
-    clear();  // all gone: give the memory back
-  } else if (slots_.size() > 16 && size_ * 16 < slots_.size()) {
+  // Down to 16 slots, never to none: a block allocated and freed again and again in an empty
+  // shard must not cost an allocation each time.
+  if (slots_.size() > 16 && size_ * 16 < slots_.size()) {
     try {
       resize(slots_.size() / 2);  // below 1/16: to 1/8
     } catch (...) {

@@ -68,7 +68,8 @@ class AddressMap {
 
   // Linear probing with backward-shift deletion: no tombstones, so lookups stay short. A slot is
   // 16 bytes (four to a cache line): the block is packed into one word. The table doubles past a
-  // load of 3/8 and halves below 1/16, so that its memory follows the live blocks both ways; the
+  // load of 3/8 and halves below 1/16 (to 16 slots at least), so that its memory follows the
+  // live blocks both ways; the
   // low load keeps most lookups at their first slot, which is what a random churn of a million
   // blocks pays for (a mispredicted probe costs the overlap of the next block's cache miss).
   class Table {

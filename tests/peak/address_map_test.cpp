@@ -103,7 +103,7 @@ TEST(AddressMap, ShrinksAsItsBlocksAreFreed) {
   EXPECT_LT(map.memory_bytes(), full / 20);
   for (std::uint64_t i = kBlocks - 999; i <= kBlocks; ++i) ASSERT_EQ(map.find(i << 21)->size, i);
   for (std::uint64_t i = kBlocks - 999; i <= kBlocks; ++i) map.erase(i << 21);
-  EXPECT_EQ(map.memory_bytes(), 0u);
+  EXPECT_LE(map.memory_bytes(), 64u * 16 * 16);  // 16 slots a shard, kept for the next block
   EXPECT_EQ(map.size(), 0u);
 }
 
