@@ -27,6 +27,49 @@ constexpr Layout kPython311{
     .compact_utf8 = 56,
 };
 
+// CPython 3.12 (LP64), from the same headers of 3.12; the cframe's current frame first, the
+// entry frames' shims (owned by the C stack) left out, str without its wstr pointer.
+constexpr Layout kPython312{
+    .version = 0x030C,
+    .thread_cframe = 56,
+    .cframe_current = 0,
+    .frame_code = 0,
+    .frame_previous = 8,
+    .frame_instruction = 56,
+    .frame_owner = 70,
+    .owned_by_generator = 1,
+    .owned_by_c_stack = 3,
+    .code_filename = 112,
+    .code_name = 120,
+    .code_first_traceable = 176,
+    .code_instructions = 192,
+    .text_state = 32,
+    .ascii_size = 40,
+    .compact_utf8 = 48,
+};
+
+// CPython 3.13 (LP64, the build with the GIL), from the same headers of 3.13: the thread state
+// holds its current frame, a frame its code object (f_executable) and next instruction.
+constexpr Layout kPython313{
+    .version = 0x030D,
+    .thread_cframe = 72,
+    .frame_in_thread = true,
+    .cframe_current = 0,
+    .frame_code = 0,
+    .frame_previous = 8,
+    .frame_instruction = 56,
+    .frame_owner = 70,
+    .owned_by_generator = 1,
+    .owned_by_c_stack = 3,
+    .code_filename = 112,
+    .code_name = 120,
+    .code_first_traceable = 184,
+    .code_instructions = 200,
+    .text_state = 32,
+    .ascii_size = 40,
+    .compact_utf8 = 48,
+};
+
 template <class T>
 T read(const void* base, std::size_t offset) noexcept {
   T value;
@@ -54,6 +97,12 @@ Interpreter find_interpreter() noexcept {
   auto* state = ::dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
   auto* line = ::dlsym(RTLD_DEFAULT, "PyCode_Addr2Line");
   if (layout == nullptr || state == nullptr || line == nullptr) return found;
+  // An object's header as the layouts assume it (the type right after the reference count): a
+  // build without the GIL (3.13t) has a larger one, and its structures are not read.
+  const void* none = ::dlsym(RTLD_DEFAULT, "_Py_NoneStruct");
+  const void* none_type = ::dlsym(RTLD_DEFAULT, "_PyNone_Type");
+  if (none == nullptr || none_type == nullptr || read<const void*>(none, 8) != none_type)
+    return found;
   found.layout = layout;
   found.this_thread_state = reinterpret_cast<void* (*)()>(state);
   found.address_to_line = reinterpret_cast<int (*)(void*, int)>(line);
@@ -63,7 +112,9 @@ Interpreter find_interpreter() noexcept {
 }  // namespace
 
 const Layout* layout_for(unsigned version) noexcept {
-  return version == kPython311.version ? &kPython311 : nullptr;
+  for (const Layout* layout : {&kPython311, &kPython312, &kPython313})
+    if (layout->version == version) return layout;
+  return nullptr;
 }
 
 const Interpreter* process_interpreter() noexcept {
@@ -76,9 +127,9 @@ std::size_t read_frames(const Interpreter& interpreter, PythonFrameView* out,
   const Layout& layout = *interpreter.layout;
   void* thread = interpreter.this_thread_state();
   if (thread == nullptr) return 0;  // a thread CPython never ran
-  const void* cframe = read<const void*>(thread, layout.thread_cframe);
-  if (cframe == nullptr) return 0;
-  const void* frame = read<const void*>(cframe, layout.cframe_current);
+  const void* frame = read<const void*>(thread, layout.thread_cframe);
+  if (!layout.frame_in_thread && frame != nullptr)
+    frame = read<const void*>(frame, layout.cframe_current);
   std::size_t count = 0;
   for (; frame != nullptr && count < capacity;
        frame = read<const void*>(frame, layout.frame_previous)) {
@@ -89,8 +140,10 @@ std::size_t read_frames(const Interpreter& interpreter, PythonFrameView* out,
     // A frame CPython has pushed but not yet started is not part of the stack (as
     // PyFrame_GetBack and tracebacks skip it).
     const auto first = read<int>(code, layout.code_first_traceable);
-    if (read<char>(frame, layout.frame_owner) != layout.owned_by_generator &&
-        at < instructions + 2 * static_cast<std::ptrdiff_t>(first))
+    const char owner = read<char>(frame, layout.frame_owner);
+    if (owner == layout.owned_by_c_stack ||
+        (owner != layout.owned_by_generator &&
+         at < instructions + 2 * static_cast<std::ptrdiff_t>(first)))
       continue;
     out[count].function = text_of(layout, read<const void*>(code, layout.code_name));
     out[count].file = text_of(layout, read<const void*>(code, layout.code_filename));

@@ -19,13 +19,15 @@ namespace gpumem::attribution::python {
 // (checked against the interpreter's own headers by tests/attribution where they are installed).
 struct Layout {
   unsigned version = 0;                  // 0x030B for 3.11
-  std::size_t thread_cframe = 0;         // PyThreadState::cframe
+  std::size_t thread_cframe = 0;         // PyThreadState::cframe (3.13: ::current_frame)
+  bool frame_in_thread = false;          // 3.13: the thread state holds the current frame itself
   std::size_t cframe_current = 0;        // _PyCFrame::current_frame
   std::size_t frame_code = 0;            // _PyInterpreterFrame::f_code
   std::size_t frame_previous = 0;        // _PyInterpreterFrame::previous
   std::size_t frame_instruction = 0;     // _PyInterpreterFrame::prev_instr
   std::size_t frame_owner = 0;           // _PyInterpreterFrame::owner (a char)
   char owned_by_generator = 1;           // FRAME_OWNED_BY_GENERATOR
+  char owned_by_c_stack = -1;            // FRAME_OWNED_BY_CSTACK (3.12: the entry's shim), or none
   std::size_t code_filename = 0;         // PyCodeObject::co_filename
   std::size_t code_name = 0;             // PyCodeObject::co_name
   std::size_t code_first_traceable = 0;  // PyCodeObject::_co_firsttraceable (an int)

@@ -167,6 +167,9 @@ TEST(PythonFrames, StopsAtTheCapacity) {
 
 TEST(PythonFrames, KnowsOnlyTheLayoutsItWasGiven) {
   EXPECT_NE(python::layout_for(0x030B), nullptr);
+  EXPECT_NE(python::layout_for(0x030C), nullptr);
+  EXPECT_NE(python::layout_for(0x030D), nullptr);
+  EXPECT_EQ(python::layout_for(0x030E), nullptr);
   EXPECT_EQ(python::layout_for(0x0308), nullptr);
   EXPECT_EQ(python::layout_for(0), nullptr);
 }

@@ -18,13 +18,24 @@ namespace python = gpumem::attribution::python;
 TEST(PythonLayout, EveryOffsetTheReaderUsesIsTheInstalledInterpretersOwn) {
   const python::Layout* layout = python::layout_for(PY_VERSION_HEX >> 16);
   ASSERT_NE(layout, nullptr) << "no layout for the installed CPython " << PY_VERSION;
+#if PY_VERSION_HEX >= 0x030D0000
+  EXPECT_TRUE(layout->frame_in_thread);
+  EXPECT_EQ(layout->thread_cframe, offsetof(PyThreadState, current_frame));
+  EXPECT_EQ(layout->frame_code, offsetof(_PyInterpreterFrame, f_executable));
+  EXPECT_EQ(layout->frame_instruction, offsetof(_PyInterpreterFrame, instr_ptr));
+#else
+  EXPECT_FALSE(layout->frame_in_thread);
   EXPECT_EQ(layout->thread_cframe, offsetof(PyThreadState, cframe));
   EXPECT_EQ(layout->cframe_current, offsetof(_PyCFrame, current_frame));
   EXPECT_EQ(layout->frame_code, offsetof(_PyInterpreterFrame, f_code));
-  EXPECT_EQ(layout->frame_previous, offsetof(_PyInterpreterFrame, previous));
   EXPECT_EQ(layout->frame_instruction, offsetof(_PyInterpreterFrame, prev_instr));
+#endif
+  EXPECT_EQ(layout->frame_previous, offsetof(_PyInterpreterFrame, previous));
   EXPECT_EQ(layout->frame_owner, offsetof(_PyInterpreterFrame, owner));
   EXPECT_EQ(layout->owned_by_generator, FRAME_OWNED_BY_GENERATOR);
+#if PY_VERSION_HEX >= 0x030C0000
+  EXPECT_EQ(layout->owned_by_c_stack, FRAME_OWNED_BY_CSTACK);
+#endif
   EXPECT_EQ(layout->code_filename, offsetof(PyCodeObject, co_filename));
   EXPECT_EQ(layout->code_name, offsetof(PyCodeObject, co_name));
   EXPECT_EQ(layout->code_first_traceable, offsetof(PyCodeObject, _co_firsttraceable));
