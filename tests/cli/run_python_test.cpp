@@ -156,9 +156,9 @@ TEST_F(RunPython, EveryViewNamesTheAllocatingPythonFrame) {
   // The run's own summary, fitted to 80 columns, keeps the column.
   EXPECT_NE(run.result.err.find(load), std::string::npos) << run.result.err;
   const std::string a = run.folder + "/a.json";
-  const CommandResult table =
-      run_command({gpumem_binary(), "attribution", a, "--width", "80", "--svg",
-                   run.folder + "/i.svg", "--html", run.folder + "/r.html"});
+  const CommandResult table = run_command(
+      {gpumem_binary(), "attribution", a, "--width", "80", "--svg", run.folder + "/i.svg", "--html",
+       run.folder + "/r.html", "--pprof", run.folder + "/p.pb.gz"});
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("768.0 MiB"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find(load), std::string::npos) << table.out;
@@ -168,6 +168,13 @@ TEST_F(RunPython, EveryViewNamesTheAllocatingPythonFrame) {
   EXPECT_NE(svg.find("load_weights"), std::string::npos);
   EXPECT_EQ(svg.find("_PyEval_EvalFrameDefault"), std::string::npos);
   EXPECT_EQ(svg.find("ffi_call"), std::string::npos);
+  // pprof's samples start at the allocating frame: the interpreter's and ctypes' frames are not
+  // among its locations (nor their names in its string table).
+  const CommandResult profile = run_command({"gzip", "-dc", run.folder + "/p.pb.gz"});
+  ASSERT_EQ(profile.exit_code, 0) << profile.err;
+  EXPECT_NE(profile.out.find("load_weights"), std::string::npos);
+  EXPECT_EQ(profile.out.find("_PyEval_EvalFrameDefault"), std::string::npos);
+  EXPECT_EQ(profile.out.find("libffi"), std::string::npos);
   // The HTML report carries the library's decision, not a frame of its own choosing.
   const std::string html = read_file(run.folder + "/r.html");
   EXPECT_NE(html.find("\"labels\":[\""), std::string::npos);
