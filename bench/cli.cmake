@@ -10,3 +10,17 @@ target_compile_definitions(gpumem_cli_bench PRIVATE GPUMEM_SIM_DIR="${GPUMEM_SIM
                                                     GPUMEM_CLI_PATH="$<TARGET_FILE:gpumem_cli>")
 add_dependencies(gpumem_cli_bench gpumem_cli gpumem_inject gpumem_sim)
 gpumem_warnings(gpumem_cli_bench)
+
+# Reading a PyTorch memory snapshot of up to a million blocks: `gpumem attribution` against
+# Python's pickle.load of the same file, in the same run: `cmake --build <build> --target
+# bench_torch_snapshot`.
+set(_torch_bench_python ${GPUMEM_PYTHON_EXECUTABLE})
+if(NOT _torch_bench_python)
+  set(_torch_bench_python python3)
+endif()
+add_custom_target(bench_torch_snapshot
+  COMMAND ${_torch_bench_python} ${CMAKE_CURRENT_LIST_DIR}/torch_snapshot_read.py
+          --gpumem $<TARGET_FILE:gpumem_cli>
+  USES_TERMINAL
+  VERBATIM)
+add_dependencies(bench_torch_snapshot gpumem_cli)

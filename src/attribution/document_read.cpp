@@ -1,5 +1,6 @@
 // The one reader of gpumem.attribution/1: a file or a text, streamed into the model
-// (document_stream.cpp), each field checked (document_fields.cpp).
+// (document_stream.cpp), each field checked (document_fields.cpp); a file that is a PyTorch
+// snapshot (source_format) goes to its reader instead (torch_snapshot_read.cpp).
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "gpumem/internal/attribution_document.hpp"
+#include "gpumem/internal/torch_snapshot.hpp"
 
 namespace gpumem::detail::attribution {
 namespace {
@@ -45,6 +47,9 @@ std::optional<Document> read_document(const std::string& path, std::string* erro
   file.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));
   file.open(path, std::ios::binary);
   if (!file) return fail(std::strerror(errno));
+  // A PyTorch snapshot is read by its own reader (torch_snapshot_read.cpp).
+  if (source_format(std::string(1, static_cast<char>(file.peek()))) == SourceFormat::torch_pickle)
+    return read_torch_snapshot(path, error);
   std::optional<Document> document =
       stream_document(file, static_cast<std::uint64_t>(info.st_size), path, error);
   if (file.bad()) return fail("cannot be read");

@@ -10,6 +10,7 @@
 
 #include "attribution/document.hpp"
 #include "diff/diff.hpp"
+#include "gpumem/internal/torch_snapshot.hpp"
 #include "report_file.hpp"
 #include "run_file.hpp"
 
@@ -70,8 +71,8 @@ struct SchemaSniffer : nlohmann::json::json_sax_t {
 };
 
 constexpr const char* kWhatDiffReads =
-    "gpumem diff reads run files (gpumem.run/1), reports (gpumem.report/1) and attribution "
-    "documents (gpumem.attribution/1)";
+    "gpumem diff reads run files (gpumem.run/1), reports (gpumem.report/1), attribution "
+    "documents (gpumem.attribution/1) and PyTorch memory snapshots";
 
 bool starts_with(const std::string& text, const char* prefix) {
   return text.rfind(prefix, 0) == 0;
@@ -111,6 +112,18 @@ std::optional<Input> read_input(const std::string& path, std::string* error) {
   if (info.st_size == 0) return fail("empty (a run still writing it, or cut short?)");
   std::ifstream stream(path, std::ios::binary);
   if (!stream) return fail(std::strerror(errno));
+  namespace model = gpumem::detail::attribution;
+  if (model::source_format(std::string(1, static_cast<char>(stream.peek()))) ==
+      model::SourceFormat::torch_pickle) {
+    // A PyTorch memory snapshot: an attribution source, read into the same model.
+    Input input;
+    input.path = path;
+    input.schema = "torch snapshot";
+    input.attribution = model::read_torch_snapshot(path, error);
+    if (!input.attribution) return std::nullopt;
+    input.devices = attribution_peaks(*input.attribution);
+    return input;
+  }
   SchemaSniffer sniffer;
   nlohmann::json::sax_parse(stream, &sniffer);
   if (sniffer.invalid && !sniffer.schema) return fail(std::string("not JSON: ") + kWhatDiffReads);
