@@ -85,8 +85,8 @@ void bind_attribution(py::module_& module) {
       .def("to_json", &AttributionSnapshot::to_json)
       .def("bytes_by_stack", &by_stack)
       .def("top_function", &AttributionSnapshot::top_function)
-      .def("allocating_frame", &AttributionSnapshot::allocating_frame)
-      .def("allocated_by", &allocated_by);
+      .def("allocating_frame", &AttributionSnapshot::allocating_frame, py::arg("stack"))
+      .def("allocated_by", &allocated_by, py::arg("stack"));
   module.def(
       "last_oom", [] { return last_oom(); }, py::call_guard<py::gil_scoped_release>());
   module.def("register_frame_provider", [] { set_python_frame_provider(&python_frames); });
