@@ -73,6 +73,7 @@ PUBLIC_HEADERS = {
 }
 SEAMS = {
     "attribution_document.hpp": ["attribution"],  # gpumem.attribution/1: model, reader, writer
+    "attribution_frames.hpp": ["attribution"],  # the one frame policy of every view
     "torch_snapshot.hpp": ["attribution"],  # PyTorch's memory snapshots: reader, writer
     "byte_size.hpp": ["support"],
     "clock.hpp": ["support"],  # header-only: the support room's clocks
