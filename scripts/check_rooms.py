@@ -74,6 +74,7 @@ PUBLIC_HEADERS = {
 SEAMS = {
     "attribution_document.hpp": ["attribution"],  # gpumem.attribution/1: model, reader, writer
     "byte_size.hpp": ["support"],
+    "checked_json.hpp": ["support"],  # the one checked-JSON reader under every file format
     "clock.hpp": ["support"],  # header-only: the support room's clocks
     "device_uuid.hpp": ["driver"],
     "diagnostics_log.hpp": ["support"],
