@@ -23,15 +23,7 @@ struct Level {
 class Reader final : public nlohmann::json_sax<Json> {
  public:
   Reader(const Shape& shape, const Caps& caps, const BoundedSource& source)
-      : shape_(shape), caps_(caps), source_(source) {
-    for (const std::string& pattern : shape.kept) {
-      kept_.insert(pattern);
-      for (std::size_t at = 0; at < pattern.size(); ++at) {
-        if (pattern[at] == '.' || (pattern[at] == '[' && at > 0))
-          parents_.insert(pattern.substr(0, at));
-      }
-    }
-  }
+      : shape_(shape), caps_(caps), source_(source) {}
 
   bool null() override { return scalar(nullptr); }
   bool boolean(bool value) override { return scalar(value); }
@@ -116,9 +108,9 @@ class Reader final : public nlohmann::json_sax<Json> {
         scratch_ += parent.key;
       }
       const bool kept =
-          kept_.count(scratch_) != 0 || (levels_.size() == 1 && parent.key == "schema");
+          shape_.kept->keeps(scratch_) || (levels_.size() == 1 && parent.key == "schema");
       if (!kept) return nullptr;
-      child.whole = parents_.count(scratch_) == 0;
+      child.whole = !shape_.kept->lists_below(scratch_);
       if (container) child.pattern = scratch_;
     }
     if (container) {
@@ -233,8 +225,6 @@ class Reader final : public nlohmann::json_sax<Json> {
   const Caps& caps_;
   const BoundedSource& source_;
   std::string scratch_;  // a value's pattern, being checked
-  std::unordered_set<std::string> kept_;
-  std::unordered_set<std::string> parents_;  // patterns with kept patterns below them
   Json root_;
   std::vector<Level> levels_;
   std::size_t skipping_ = 0;  // depth inside a value not kept
@@ -265,6 +255,15 @@ std::optional<Json> read(BoundedSource& source, std::uint64_t size, const std::s
 }
 
 }  // namespace
+
+Kept::Kept(std::initializer_list<const char*> patterns) {
+  for (const std::string pattern : patterns) {
+    kept_.insert(pattern);
+    for (std::size_t at = 1; at < pattern.size(); ++at) {
+      if (pattern[at] == '.' || pattern[at] == '[') parents_.insert(pattern.substr(0, at));
+    }
+  }
+}
 
 std::optional<Json> read_text(std::string_view text, const std::string& path, const Shape& shape,
                               const Caps& caps, std::string* error) {

@@ -13,9 +13,27 @@ using json::Json;
 using json::Object;
 
 // A report is a few hundred bytes per rank and device; anything this large is something else.
-constexpr json::Caps kCaps{256ull << 20, 1u << 20};
+constexpr json::Caps kReportCaps{256ull << 20, 1u << 20};
 
-std::string check_schema(const Json& schema) {
+// What is kept: the fields below, nothing else (docs/cli.md, "What the readers keep").
+const json::Kept kReportKept{"mode",
+                             "devices",
+                             "devices[]",
+                             "devices[].key",
+                             "devices[].uuid",
+                             "devices[].node",
+                             "devices[].device",
+                             "devices[].name",
+                             "devices[].peak_bytes",
+                             "ranks",
+                             "ranks[]",
+                             "ranks[].rank",
+                             "ranks[].local_rank",
+                             "ranks[].node",
+                             "ranks[].device",
+                             "ranks[].peak_bytes"};
+
+std::string check_report_schema(const Json& schema) {
   if (!schema.is_string())
     return std::string("not a gpumem report (no \"schema\"; gpumem report --json writes ") +
            kReportSchema + ")";
@@ -38,7 +56,7 @@ std::optional<int> int_or_null(const Object& object, const char* name) {
   return object.optional_int(name);
 }
 
-ReportFileDevice read_device(const Object& object) {
+ReportFileDevice read_report_device(const Object& object) {
   ReportFileDevice device;
   device.key = text_or_null(object, "key");
   device.uuid = text_or_null(object, "uuid");
@@ -49,7 +67,7 @@ ReportFileDevice read_device(const Object& object) {
   return device;
 }
 
-ReportFileRank read_rank(const Object& object) {
+ReportFileRank read_report_rank(const Object& object) {
   ReportFileRank rank;
   rank.rank = int_or_null(object, "rank");
   rank.local_rank = int_or_null(object, "local_rank");
@@ -60,29 +78,14 @@ ReportFileRank read_rank(const Object& object) {
   return rank;
 }
 
-std::optional<ReportFile> read(const std::string& path, std::string* error,
-                               const std::optional<std::string_view>& text) {
+std::optional<ReportFile> read_report(const std::string& path, std::string* error,
+                                      const std::optional<std::string_view>& text) {
   ReportFile report;
   report.path = path;
   json::Shape shape;
   shape.what = "a gpumem report";
-  shape.check_schema = check_schema;
-  shape.kept = {"mode",
-                "devices",
-                "devices[]",
-                "devices[].key",
-                "devices[].uuid",
-                "devices[].node",
-                "devices[].device",
-                "devices[].name",
-                "devices[].peak_bytes",
-                "ranks",
-                "ranks[]",
-                "ranks[].rank",
-                "ranks[].local_rank",
-                "ranks[].node",
-                "ranks[].device",
-                "ranks[].peak_bytes"};
+  shape.check_schema = check_report_schema;
+  shape.kept = &kReportKept;
   shape.streamed = {"devices", "ranks"};
   shape.restart = [&](const std::string& list) {
     if (list == "devices") report.devices.clear();
@@ -90,11 +93,11 @@ std::optional<ReportFile> read(const std::string& path, std::string* error,
   };
   shape.element = [&](const std::string& list, std::size_t index, const Json& element) {
     const Object object(element, list + "[" + std::to_string(index) + "].");
-    if (list == "devices") report.devices.push_back(read_device(object));
-    if (list == "ranks") report.ranks.push_back(read_rank(object));
+    if (list == "devices") report.devices.push_back(read_report_device(object));
+    if (list == "ranks") report.ranks.push_back(read_report_rank(object));
   };
-  const std::optional<Json> root = text ? json::read_text(*text, path, shape, kCaps, error)
-                                        : json::read_file(path, shape, kCaps, error);
+  const std::optional<Json> root = text ? json::read_text(*text, path, shape, kReportCaps, error)
+                                        : json::read_file(path, shape, kReportCaps, error);
   if (!root) return std::nullopt;
   try {
     const Object document(*root, "");
@@ -112,11 +115,11 @@ std::optional<ReportFile> read(const std::string& path, std::string* error,
 
 std::optional<ReportFile> parse_report_file(const std::string& content, const std::string& path,
                                             std::string* error) {
-  return read(path, error, std::string_view(content));
+  return read_report(path, error, std::string_view(content));
 }
 
 std::optional<ReportFile> read_report_file(const std::string& path, std::string* error) {
-  return read(path, error, std::nullopt);
+  return read_report(path, error, std::nullopt);
 }
 
 }  // namespace gpumem::cli

@@ -13,9 +13,37 @@ using json::Json;
 using json::Object;
 
 // A run file is a few kilobytes per device and process; anything this large is something else.
-constexpr json::Caps kCaps{64ull << 20, 1u << 20};
+constexpr json::Caps kRunCaps{64ull << 20, 1u << 20};
 
-std::string check_schema(const Json& schema) {
+// What is kept: the fields below, nothing else (docs/cli.md, "What the readers keep").
+const json::Kept kRunKept{"host",
+                          "gpumem_rank",
+                          "gpumem_rank.rank",
+                          "command",
+                          "exit_code",
+                          "elapsed_s",
+                          "interval_s",
+                          "start_unix_s",
+                          "end_unix_s",
+                          "mode",
+                          "devices",
+                          "devices[]",
+                          "devices[].device",
+                          "devices[].nvml_index",
+                          "devices[].name",
+                          "devices[].uuid",
+                          "devices[].total_bytes",
+                          "devices[].peak_bytes",
+                          "ranks",
+                          "ranks[]",
+                          "ranks[].rank",
+                          "ranks[].local_rank",
+                          "ranks[].device",
+                          "ranks[].uuid",
+                          "ranks[].peak_bytes",
+                          "ranks[].measured"};
+
+std::string check_run_schema(const Json& schema) {
   if (!schema.is_string())
     return std::string("not a gpumem run file (no \"schema\"; gpumem run --json writes ") +
            kRunSchema + ")";
@@ -28,7 +56,7 @@ std::string check_schema(const Json& schema) {
          ", from gpumem run --json)";
 }
 
-RunFileDevice read_device(const Object& device) {
+RunFileDevice read_run_device(const Object& device) {
   RunFileDevice entry;
   entry.device = *device.optional_int("device", true);
   entry.nvml_index = device.optional_int("nvml_index");
@@ -39,7 +67,7 @@ RunFileDevice read_device(const Object& device) {
   return entry;
 }
 
-RunFileRank read_rank(const Object& rank) {
+RunFileRank read_run_rank(const Object& rank) {
   RunFileRank entry;
   entry.rank = rank.optional_int("rank");
   entry.local_rank = rank.optional_int("local_rank");
@@ -53,7 +81,7 @@ RunFileRank read_rank(const Object& rank) {
   return entry;
 }
 
-void read_rest(const Json& root, RunFile& run) {
+void read_run_rest(const Json& root, RunFile& run) {
   const Object document(root, "");
   run.host = document.optional_text("host").value_or("");
   if (const Json* own = document.find("gpumem_rank"); own != nullptr && !own->is_null())
@@ -82,39 +110,14 @@ void read_rest(const Json& root, RunFile& run) {
   document.list("ranks", /*required=*/false);
 }
 
-std::optional<RunFile> read(const std::string& path, std::string* error,
-                            const std::optional<std::string_view>& text) {
+std::optional<RunFile> read_run(const std::string& path, std::string* error,
+                                const std::optional<std::string_view>& text) {
   RunFile run;
   run.path = path;
   json::Shape shape;
   shape.what = "a gpumem run file";
-  shape.check_schema = check_schema;
-  shape.kept = {"host",
-                "gpumem_rank",
-                "gpumem_rank.rank",
-                "command",
-                "exit_code",
-                "elapsed_s",
-                "interval_s",
-                "start_unix_s",
-                "end_unix_s",
-                "mode",
-                "devices",
-                "devices[]",
-                "devices[].device",
-                "devices[].nvml_index",
-                "devices[].name",
-                "devices[].uuid",
-                "devices[].total_bytes",
-                "devices[].peak_bytes",
-                "ranks",
-                "ranks[]",
-                "ranks[].rank",
-                "ranks[].local_rank",
-                "ranks[].device",
-                "ranks[].uuid",
-                "ranks[].peak_bytes",
-                "ranks[].measured"};
+  shape.check_schema = check_run_schema;
+  shape.kept = &kRunKept;
   shape.streamed = {"devices", "ranks"};
   shape.restart = [&](const std::string& list) {
     if (list == "devices") run.devices.clear();
@@ -122,14 +125,14 @@ std::optional<RunFile> read(const std::string& path, std::string* error,
   };
   shape.element = [&](const std::string& list, std::size_t index, const Json& element) {
     const Object object(element, list + "[" + std::to_string(index) + "].");
-    if (list == "devices") run.devices.push_back(read_device(object));
-    if (list == "ranks") run.ranks.push_back(read_rank(object));
+    if (list == "devices") run.devices.push_back(read_run_device(object));
+    if (list == "ranks") run.ranks.push_back(read_run_rank(object));
   };
-  const std::optional<Json> root = text ? json::read_text(*text, path, shape, kCaps, error)
-                                        : json::read_file(path, shape, kCaps, error);
+  const std::optional<Json> root = text ? json::read_text(*text, path, shape, kRunCaps, error)
+                                        : json::read_file(path, shape, kRunCaps, error);
   if (!root) return std::nullopt;
   try {
-    read_rest(*root, run);
+    read_run_rest(*root, run);
   } catch (const BadField& bad) {
     if (error != nullptr) *error = path + ": " + bad.what();
     return std::nullopt;
@@ -141,11 +144,11 @@ std::optional<RunFile> read(const std::string& path, std::string* error,
 
 std::optional<RunFile> parse_run_file(const std::string& content, const std::string& path,
                                       std::string* error) {
-  return read(path, error, std::string_view(content));
+  return read_run(path, error, std::string_view(content));
 }
 
 std::optional<RunFile> read_run_file(const std::string& path, std::string* error) {
-  return read(path, error, std::nullopt);
+  return read_run(path, error, std::nullopt);
 }
 
 }  // namespace gpumem::cli

@@ -23,6 +23,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -91,6 +92,19 @@ struct Caps {
   std::size_t token_bytes = 1u << 20;      // one string, key or number
 };
 
+// The values a format keeps, as patterns (below): built once per format, a constant of its reader.
+class Kept {
+ public:
+  Kept(std::initializer_list<const char*> patterns);
+  bool keeps(const std::string& pattern) const { return kept_.count(pattern) != 0; }
+  // Whether patterns below `pattern` are listed (else a kept value is kept whole).
+  bool lists_below(const std::string& pattern) const { return parents_.count(pattern) != 0; }
+
+ private:
+  std::unordered_set<std::string> kept_;
+  std::unordered_set<std::string> parents_;
+};
+
 // What a format keeps of a document and how it reads it. Paths are patterns: the root's fields by
 // name ("host"), an object's below it after a dot ("gpumem_rank.rank"), any element of a list as
 // "[]" ("devices[]", "devices[].uuid").
@@ -100,9 +114,9 @@ struct Shape {
   // Called once with the root's "schema" as soon as it is read (null when the document has none,
   // at its end): "" when this format reads it, else the error.
   std::function<std::string(const Json& schema)> check_schema;
-  // The patterns kept (a kept value keeps everything below it unless streamed). Everything else
-  // is parsed and dropped.
-  std::vector<std::string> kept;
+  // The patterns kept (a kept value keeps everything below it unless patterns below it are
+  // listed, or it is streamed). Everything else is parsed and dropped.
+  const Kept* kept = nullptr;
   // Root lists (kept) read element by element: each complete element is handed to `element`
   // (which throws BadField) and dropped. A list named twice is read again from its start
   // (`restart`), as a tree keeps the last one.
