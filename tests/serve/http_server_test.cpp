@@ -414,8 +414,27 @@ TEST(HttpServer, AResponseNobodyReadsGoesBeforeAnIdleConnection) {
   wait_for_requests(server, 2);
   // Its client has taken nothing for twice the server's 250 ms: the server filled the socket's
   // buffers and then made no progress. Told by the server's own count of bytes taken (a fixed
-  // wait was once too short under ThreadSanitizer on a loaded machine).
-  wait_until_no_progress(server, 500ms);
+  // wait was once too short under ThreadSanitizer on a loaded machine). A quiet count alone is
+  // not enough: a server thread the machine did not run for that long counts nothing either,
+  // and on its next turn writes what the socket took meanwhile, just before the newcomer's
+  // accept (the idle connection went, once, under ThreadSanitizer). So the quiet must outlast
+  // a request answered on the idle connection: an answer means the server's loop has run and
+  // taken every write the socket allowed.
+  for (int round = 0;; ++round) {
+    wait_until_no_progress(server, 500ms);
+    const std::uint64_t before = server.stats().response_bytes.load();
+    idle.send("GET /metrics HTTP/1.1\r\n\r\n");
+    const std::string answer = idle.read_response();
+    ASSERT_EQ(body_of(answer), "up 1\n");
+    // The server counts the answer's bytes just after its client may have read them.
+    std::uint64_t taken = 0;
+    for (int i = 0;
+         i < 3000 && (taken = server.stats().response_bytes.load() - before) < answer.size(); ++i) {
+      std::this_thread::sleep_for(1ms);
+    }
+    if (taken == answer.size()) break;  // the answer's own bytes only: the stuck one took none
+    ASSERT_LT(round, 20) << "the stuck client kept taking bytes";
+  }
   EXPECT_EQ(body_of(request(server.port(), "GET /metrics HTTP/1.0\r\n\r\n")), "up 1\n");
   EXPECT_EQ(server.stats().evicted_connections.load(), 1u);
   // The idle one is still there.
