@@ -2,8 +2,8 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <new>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
