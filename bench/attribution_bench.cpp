@@ -4,7 +4,10 @@
 // - capturing that stack with the compiler's unwinder (_Unwind_Backtrace, what the library uses)
 //   and with libunwind's unw_backtrace (the library's choice);
 // - symbolizing 10,000 unique return addresses (libdw), cache cleared each time;
-// - the memory of 1M live blocks, and of 1,000 peak snapshots of them.
+// - the memory of 1M live blocks, and of 1,000 peak snapshots of them;
+// - random churn (a random live block freed, a new one allocated) through the recorder with an
+//   attributing counter alive, at 1k … 1M live blocks, beside a random-access floor over the same
+//   memory in paired rounds, and the table's memory per block and after the blocks are freed.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -14,10 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "attribution/block_tree.hpp"
+#include "attribution/block_table.hpp"
 #include "attribution/stacks.hpp"
 #include "attribution/symbolize.hpp"
 #include "callback_pair.hpp"
+#include "churn_rounds.hpp"
 #include "driver/abi/cupti.hpp"
 #include "gpumem/memory.hpp"
 #include "peak/attribution_recorder.hpp"
@@ -138,31 +142,177 @@ void BM_Symbolize10000Frames(benchmark::State& state) {
 }
 BENCHMARK(BM_Symbolize10000Frames)->Unit(benchmark::kMillisecond);
 
-// 1M live blocks, then 1,000 new peaks each kept as a snapshot while the tree moves on.
+// 1M live blocks, then 1,000 new peaks each kept as a snapshot while the table moves on (each
+// new peak one more block); then every block freed while the snapshots are held, and released.
 void BM_SnapshotMemory1MBlocks(benchmark::State& state) {
   constexpr std::uint64_t kBlocks = 1'000'000;
   constexpr int kSnapshots = 1000;
   for (auto _ : state) {
-    const std::size_t base = attribution::BlockTree::nodes_alive();
-    attribution::BlockTree tree;
-    for (std::uint64_t i = 1; i <= kBlocks; ++i) tree.insert(i << 21, {4096, 0, 1, 0});
-    const std::size_t live = attribution::BlockTree::nodes_alive() - base;
-    std::vector<attribution::Root> snapshots;
+    attribution::BlockTable table;
+    for (std::uint64_t i = 1; i <= kBlocks; ++i) table.insert(i << 21, {4096, 0, 1, 0});
+    const std::size_t live = table.memory_bytes();
+    std::vector<attribution::Snapshot> snapshots;
     for (int i = 0; i < kSnapshots; ++i) {
-      snapshots.push_back(tree.share());
-      tree.insert((kBlocks + 1 + static_cast<std::uint64_t>(i)) << 21, {4096, 0, 1, 0});
+      snapshots.push_back(table.share());
+      table.insert((kBlocks + 1 + static_cast<std::uint64_t>(i)) << 21, {4096, 0, 1, 0});
     }
-    const std::size_t with_snapshots = attribution::BlockTree::nodes_alive() - base;
-    const double node = static_cast<double>(attribution::BlockTree::node_bytes());
-    state.counters["MiB_1M_blocks"] = static_cast<double>(live) * node / (1 << 20);
-    state.counters["bytes_per_block"] = static_cast<double>(live) * node / kBlocks;
-    state.counters["bytes_per_snapshot"] =
-        static_cast<double>(with_snapshots - live - kSnapshots) * node / kSnapshots;
-    state.counters["full_copy_bytes"] = static_cast<double>(live) * node;  // the baseline
-    for (attribution::Root root : snapshots) attribution::BlockTree::release(root);
+    const std::size_t with_snapshots = table.memory_bytes();
+    state.counters["MiB_1M_blocks"] = static_cast<double>(live) / (1 << 20);
+    state.counters["bytes_per_block"] = static_cast<double>(live) / kBlocks;
+    state.counters["bytes_per_snapshot"] = static_cast<double>(with_snapshots - live) / kSnapshots;
+    state.counters["full_copy_bytes"] = static_cast<double>(live);  // the baseline
+    for (std::uint64_t i = 1; i <= kBlocks + kSnapshots; ++i) table.erase(i << 21);
+    state.counters["MiB_freed_while_held"] = static_cast<double>(table.memory_bytes()) / (1 << 20);
+    for (attribution::Snapshot snapshot : snapshots) table.release(snapshot);
+    state.counters["bytes_after_release"] = static_cast<double>(table.memory_bytes());
   }
 }
 BENCHMARK(BM_SnapshotMemory1MBlocks)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+// The table alone under the same churn, with a snapshot held from the start (a peak's): every
+// freed block is retired for it, so the retired list and its pruning are in the figure. Memory
+// per live block, with the snapshot held and after it is released.
+void BM_BlockTableChurn(benchmark::State& state) {
+  const auto live = static_cast<std::size_t>(state.range(0));
+  attribution::BlockTable table;
+  bench::AddressStream addresses;
+  std::vector<std::uint64_t> keys(live);
+  for (std::uint64_t& key : keys) {
+    key = addresses.next();
+    table.insert(key, {4096, 0, 1, 0});
+  }
+  bench::RandomAccessFloor floor(table.memory_bytes());
+  std::vector<std::uint64_t> floor_keys = keys;
+  bench::AddressStream floor_addresses;
+  std::uint64_t pick = 88172645463325252ull;
+  auto next_index = [&pick, live] {
+    pick ^= pick << 13;
+    pick ^= pick >> 7;
+    pick ^= pick << 17;
+    return static_cast<std::size_t>(pick % live);
+  };
+  const std::int64_t events = std::max<std::int64_t>(100'000, static_cast<std::int64_t>(live));
+  std::uint64_t sink = 0;
+  const attribution::Snapshot peak = table.share();
+  for (auto _ : state) {
+    const bench::RoundFigures figures = bench::paired_rounds(
+        9, events,
+        [&](std::int64_t count) {
+          for (std::int64_t i = 0; i < count; i += 2) {
+            std::uint64_t& key = floor_keys[next_index()];
+            floor.touch(key);
+            key = floor_addresses.next();
+            floor.touch(key);
+          }
+          sink += floor.sum();
+        },
+        [&](std::int64_t count) {
+          for (std::int64_t i = 0; i < count; i += 2) {
+            std::uint64_t& key = keys[next_index()];
+            sink += table.erase(key) ? 1 : 0;
+            key = addresses.next();
+            table.insert(key, {4096, 0, 1, 0});
+          }
+        });
+    bench::report(state, figures);
+  }
+  benchmark::DoNotOptimize(sink);
+  state.counters["bytes_per_block_held"] =
+      static_cast<double>(table.memory_bytes()) / static_cast<double>(live);
+  table.release(peak);
+  state.counters["bytes_per_block"] =
+      static_cast<double>(table.memory_bytes()) / static_cast<double>(live);
+  for (const std::uint64_t key : keys) table.erase(key);
+  state.counters["bytes_after_free"] = static_cast<double>(table.memory_bytes());
+}
+BENCHMARK(BM_BlockTableChurn)
+    ->ArgName("live")
+    ->Arg(1'000)
+    ->Arg(10'000)
+    ->Arg(100'000)
+    ->Arg(1'000'000)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// Random churn through the recorder (peak::attribution::record, what each allocation and free
+// pays under its device's mutex in attribution mode) with one attributing counter alive: each
+// round frees random live blocks and allocates new ones at random addresses, so the level stays
+// and the counter's peak snapshot stays held while blocks it sees are freed.
+void BM_AttributionChurn(benchmark::State& state) {
+  const auto live = static_cast<std::size_t>(state.range(0));
+  peak::Channel* channel = peak::channel(peak::Stream::exact, 0);
+  peak::CounterSlot counter;
+  peak::attribution::Slot slot;
+  peak::attribution::attach(*channel, counter, slot);
+  bench::AddressStream addresses;
+  std::vector<std::uint64_t> keys(live);
+  peak::attribution::BlockEvent event;
+  event.bytes = 4096;
+  event.stack = 1;
+  event.allocation = true;
+  for (std::uint64_t& key : keys) {
+    key = addresses.next();
+    event.key = key;
+    peak::attribution::record(*channel, 0, 4096, &event);
+  }
+  // The table's slots are 40 bytes at 3/8 to 3/4 full: the floor covers as much memory.
+  bench::RandomAccessFloor floor(live * 40 * 2);
+  std::vector<std::uint64_t> floor_keys = keys;
+  bench::AddressStream floor_addresses;
+  std::uint64_t pick = 88172645463325252ull;
+  auto next_index = [&pick, live] {
+    pick ^= pick << 13;
+    pick ^= pick >> 7;
+    pick ^= pick << 17;
+    return static_cast<std::size_t>(pick % live);
+  };
+  const std::int64_t events = std::max<std::int64_t>(100'000, static_cast<std::int64_t>(live));
+  std::uint64_t sink = 0;
+  for (auto _ : state) {
+    const bench::RoundFigures figures = bench::paired_rounds(
+        9, events,
+        [&](std::int64_t count) {
+          for (std::int64_t i = 0; i < count; i += 2) {
+            std::uint64_t& key = floor_keys[next_index()];
+            floor.touch(key);
+            key = floor_addresses.next();
+            floor.touch(key);
+          }
+          sink += floor.sum();
+        },
+        [&](std::int64_t count) {
+          peak::attribution::BlockEvent churn = event;
+          for (std::int64_t i = 0; i < count; i += 2) {
+            std::uint64_t& key = keys[next_index()];
+            churn.key = key;
+            churn.allocation = false;
+            peak::attribution::record(*channel, 0, -4096, &churn);
+            key = addresses.next();
+            churn.key = key;
+            churn.allocation = true;
+            peak::attribution::record(*channel, 0, 4096, &churn);
+          }
+        });
+    bench::report(state, figures);
+  }
+  benchmark::DoNotOptimize(sink);
+  const std::size_t blocks = peak::attribution::live(*channel, 0).blocks.size();
+  state.counters["live_blocks"] = static_cast<double>(blocks);
+  for (const std::uint64_t key : keys) {
+    event.key = key;
+    event.allocation = false;
+    peak::attribution::record(*channel, 0, -4096, &event);
+  }
+  peak::attribution::detach(*channel, counter, slot);
+}
+BENCHMARK(BM_AttributionChurn)
+    ->ArgName("live")
+    ->Arg(1'000)
+    ->Arg(10'000)
+    ->Arg(100'000)
+    ->Arg(1'000'000)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

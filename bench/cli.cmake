@@ -15,3 +15,17 @@ gpumem_warnings(gpumem_cli_bench)
 # (bench/report_scaling.py drives both, the floor first).
 add_executable(gpumem_json_parse_floor ${CMAKE_CURRENT_LIST_DIR}/cli/json_parse_floor.cpp)
 gpumem_warnings(gpumem_json_parse_floor)
+
+# Reading a PyTorch memory snapshot of up to a million blocks: `gpumem attribution` against
+# Python's pickle.load of the same file, in the same run: `cmake --build <build> --target
+# bench_torch_snapshot`.
+set(_torch_bench_python ${GPUMEM_PYTHON_EXECUTABLE})
+if(NOT _torch_bench_python)
+  set(_torch_bench_python python3)
+endif()
+add_custom_target(bench_torch_snapshot
+  COMMAND ${_torch_bench_python} ${CMAKE_CURRENT_LIST_DIR}/torch_snapshot_read.py
+          --gpumem $<TARGET_FILE:gpumem_cli>
+  USES_TERMINAL
+  VERBATIM)
+add_dependencies(bench_torch_snapshot gpumem_cli)

@@ -56,6 +56,29 @@ void BM_RawNvmlMemoryInfo(benchmark::State& state) {
   }
 }
 
+// What gpu_mem_get() must do in a CUDA program, made raw: ask the driver for the calling thread's
+// device (cuCtxGetDevice: the current device is its current context's), then the NVML call. The
+// baseline of gpu_mem_get() with --cuda; without CUDA no call is needed (ordinal 0).
+using CtxGetDevice = int (*)(int*);
+void BM_RawCtxGetDeviceAndNvml(benchmark::State& state) {
+  static const RawNvml raw = open_raw_nvml(1);
+  static const auto ctx_get_device = reinterpret_cast<CtxGetDevice>(
+      ::dlsym(::dlopen(testing::sim_path("libcuda.so.1").c_str(), RTLD_NOW | RTLD_LOCAL),
+              "cuCtxGetDevice"));
+  if (raw.memory_v2 == nullptr || ctx_get_device == nullptr) {
+    state.SkipWithError("cannot load the simulated NVML or CUDA");
+    return;
+  }
+  for (auto _ : state) {
+    int device = 0;
+    benchmark::DoNotOptimize(ctx_get_device(&device));
+    abi::nvmlMemory_v2_t memory{};
+    memory.version = abi::kNvmlMemory_v2;
+    benchmark::DoNotOptimize(raw.memory_v2(raw.device, &memory));
+    benchmark::DoNotOptimize(memory.used);
+  }
+}
+
 void BM_GpuMemGet(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(gpu_mem_get(0));
 }
@@ -71,6 +94,7 @@ void BM_GpuMemGetUsedFast(benchmark::State& state) {
 
 // Interleaved so that the machine's drift hits each variant alike.
 BENCHMARK(BM_RawNvmlMemoryInfo);
+BENCHMARK(BM_RawCtxGetDeviceAndNvml);
 BENCHMARK(BM_GpuMemGet);
 BENCHMARK(BM_GpuMemGetUsedFast);
 BENCHMARK(BM_GpuMemGetCurrentDevice);
@@ -153,6 +177,10 @@ int main(int argc, char** argv) {
     std::printf("ratio %s/raw: %.3f fastest, %.3f median (target <= %.1f)\n", row.label,
                 reporter.fastest(row.name) / raw, reporter.median(row.name) / raw_median,
                 row.target);
+  }
+  if (const double pair = reporter.median("BM_RawCtxGetDeviceAndNvml"); pair > 0) {
+    std::printf("ratio gpu_mem_get()/(raw cuCtxGetDevice + raw NVML): %.3f median\n",
+                reporter.median("BM_GpuMemGetCurrentDevice") / pair);
   }
   return 0;
 }

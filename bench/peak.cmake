@@ -24,3 +24,10 @@ target_compile_definitions(gpumem_bench_spikes PRIVATE
   GPUMEM_SEED_SAMPLER="${CMAKE_CURRENT_LIST_DIR}/seed_sampler.py")
 add_dependencies(gpumem_bench_spikes gpumem_sim gpumem_bench_spiker)
 gpumem_warnings(gpumem_bench_spikes)
+
+# The block map under random churn at 1k … 1M live blocks against a random-access floor in the
+# same run, and its memory before and after the blocks are freed (issue 32).
+add_executable(gpumem_bench_block_map ${CMAKE_CURRENT_LIST_DIR}/peak_block_map.cpp)
+target_link_libraries(gpumem_bench_block_map PRIVATE benchmark::benchmark)
+gpumem_link_testing(gpumem_bench_block_map)
+gpumem_warnings(gpumem_bench_block_map)

@@ -23,7 +23,6 @@ using gpumem::testing::ExporterProcess;
 using gpumem::testing::RawClient;
 
 constexpr int kGpus = 8;
-constexpr int kProcessesPerGpu = 8;  // three forks each: 2^3
 
 std::string eight_gpus() {
   std::string config = R"({"driver_version": "580.95.05", "devices": [)";
@@ -37,10 +36,15 @@ std::string eight_gpus() {
 // The node: simulated GPUs with 64 live processes on them, and one exporter per interval asked.
 class Node {
  public:
-  Node() : gpu_(eight_gpus()) {
-    for (int i = 0; i < kGpus; ++i) {
+  Node() : Node(kGpus, 3) {}
+  // `workloads` of the GPUs each run one process that forks `forks` times (2^forks processes).
+  Node(int workloads, int forks) : gpu_(eight_gpus()) {
+    std::string forking;
+    for (int i = 0; i < forks; ++i) forking += "fork; ";
+    expected_ = static_cast<std::size_t>(workloads) << forks;
+    for (int i = 0; i < workloads; ++i) {
       std::string script =
-          "device " + std::to_string(i) + "; fork; fork; fork; alloc a 256MiB; sleep 600s";
+          "device " + std::to_string(i) + "; " + forking + "alloc a 256MiB; sleep 600s";
       pid_t pid = ::fork();
       if (pid == 0) {
         ::setpgid(0, 0);  // its own group, so that its forks go with it
@@ -53,7 +57,7 @@ class Node {
     }
     // Until every process shows its memory.
     auto exporter = start("10ms");
-    for (int i = 0; i < 300 && processes(exporter->port()) < kGpus * kProcessesPerGpu; ++i) {
+    for (int i = 0; i < 300 && processes(exporter->port()) < expected_; ++i) {
       std::this_thread::sleep_for(100ms);
     }
   }
@@ -88,6 +92,7 @@ class Node {
  private:
   gpumem::testing::SimGpu gpu_;
   std::vector<pid_t> workloads_;
+  std::size_t expected_ = 0;
 };
 
 Node& node() {
@@ -139,17 +144,19 @@ double cpu_seconds(pid_t pid) {
 }
 
 // The exporter's CPU use while idle between scrapes, as a percentage of one core.
-void exporter_cpu(benchmark::State& state, const std::string& interval) {
-  auto exporter = node().start(interval);
+double exporter_cpu_percent(Node& on, const std::string& interval) {
+  auto exporter = on.start(interval);
   pid_t pid = exporter->pid();
   std::this_thread::sleep_for(1s);  // past start-up
-  for (auto _ : state) {
-    double before = cpu_seconds(pid);
-    auto start = std::chrono::steady_clock::now();
-    std::this_thread::sleep_for(5s);
-    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    state.counters["cpu_percent"] = 100.0 * (cpu_seconds(pid) - before) / wall;
-  }
+  double before = cpu_seconds(pid);
+  auto start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(5s);
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return 100.0 * (cpu_seconds(pid) - before) / wall;
+}
+void exporter_cpu(benchmark::State& state, const std::string& interval) {
+  Node& on = node();
+  for (auto _ : state) state.counters["cpu_percent"] = exporter_cpu_percent(on, interval);
 }
 void BM_ExporterCpu_Interval1s(benchmark::State& state) {
   exporter_cpu(state, "1s");
@@ -171,6 +178,41 @@ void BM_ExporterCpu_Interval10ms_NoProcesses(benchmark::State& state) {
 BENCHMARK(BM_ExporterCpu_Interval1s)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 BENCHMARK(BM_ExporterCpu_Interval10ms)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 BENCHMARK(BM_ExporterCpu_Interval10ms_NoProcesses)
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
+
+// The sweep (issue 32): the exporter's CPU at 10 ms with 1, 8, 64 and 256 processes on the 8
+// GPUs, each beside the same GPUs without processes measured right after it (its baseline in the
+// same run). Last: each size has a node of its own, and the shared node's state is put back.
+void BM_ExporterCpu_Interval10ms_Processes(benchmark::State& state) {
+  const char* shared = std::getenv("GPUMEM_SIM_STATE");
+  const std::string restore = shared != nullptr ? shared : "";
+  const int processes = static_cast<int>(state.range(0));
+  const int workloads = std::min(processes, kGpus);
+  int forks = 0;
+  while ((workloads << forks) < processes) ++forks;
+  {
+    Node sized(workloads, forks);
+    const std::string own = std::getenv("GPUMEM_SIM_STATE");
+    const std::string idle = own + ".idle";
+    for (auto _ : state) {
+      state.counters["cpu_percent"] = exporter_cpu_percent(sized, "10ms");
+      ::setenv("GPUMEM_SIM_STATE", idle.c_str(), 1);
+      state.counters["baseline_cpu_percent"] = exporter_cpu_percent(sized, "10ms");
+      ::setenv("GPUMEM_SIM_STATE", own.c_str(), 1);
+    }
+    std::remove(idle.c_str());
+    state.counters["processes"] = static_cast<double>(workloads << forks);
+  }
+  if (!restore.empty()) ::setenv("GPUMEM_SIM_STATE", restore.c_str(), 1);
+}
+BENCHMARK(BM_ExporterCpu_Interval10ms_Processes)
+    ->ArgName("processes")
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(64)
+    ->Arg(256)
     ->Iterations(1)
     ->Unit(benchmark::kSecond)
     ->UseRealTime();

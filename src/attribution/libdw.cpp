@@ -38,6 +38,11 @@ const Libdw* load() noexcept {
     resolve(library, "dwfl_module_addrname", functions.module_addrname, missing);
     resolve(library, "dwfl_module_getsrc", functions.module_getsrc, missing);
     resolve(library, "dwfl_lineinfo", functions.lineinfo, missing);
+    resolve(library, "dwfl_module_nextcu", functions.module_nextcu, missing);
+    resolve(library, "dwarf_haspc", functions.haspc, missing);
+    resolve(library, "dwarf_getsrc_die", functions.getsrc_die, missing);
+    resolve(library, "dwarf_linesrc", functions.linesrc, missing);
+    resolve(library, "dwarf_lineno", functions.lineno, missing);
     if (!missing.empty()) {
       support::record_diagnostic("symbolizing without elfutils' libdw: " + library.path() +
                                  " has no " + missing);

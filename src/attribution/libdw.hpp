@@ -24,6 +24,13 @@ struct Libdw {
   decltype(&::dwfl_module_addrname) module_addrname;
   decltype(&::dwfl_module_getsrc) module_getsrc;
   decltype(&::dwfl_lineinfo) lineinfo;
+  // A compilation unit's lines, for a module without an address index (.debug_aranges, which
+  // clang does not write): dwfl_module_getsrc finds no unit for any address of one.
+  decltype(&::dwfl_module_nextcu) module_nextcu;
+  decltype(&::dwarf_haspc) haspc;
+  decltype(&::dwarf_getsrc_die) getsrc_die;
+  decltype(&::dwarf_linesrc) linesrc;
+  decltype(&::dwarf_lineno) lineno;
 };
 
 // The library's functions, loaded once; nullptr when it cannot be loaded or lacks one of them

@@ -115,12 +115,12 @@ AttributionSnapshot materialize(const RawMoment& moment) {
     return snapshot.stacks.size() - 1;
   };
 
-  std::vector<BlockTree::Entry> blocks = moment.blocks;
+  std::vector<BlockTable::Entry> blocks = moment.blocks;
   std::sort(blocks.begin(), blocks.end(), [](const auto& a, const auto& b) {
     return a.info.bytes != b.info.bytes ? a.info.bytes > b.info.bytes : a.key < b.key;
   });
   snapshot.blocks.reserve(blocks.size());
-  for (const BlockTree::Entry& entry : blocks) {
+  for (const BlockTable::Entry& entry : blocks) {
     LiveBlock block;
     block.address = entry.key & ~(std::uint64_t{0xf} << 60);  // without a key's kind tag
     block.bytes = entry.info.bytes;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "attribution/block_tree.hpp"
+#include "attribution/block_table.hpp"
 #include "gpumem/attribution.hpp"
 
 namespace gpumem::attribution {
@@ -28,7 +28,7 @@ struct RawMoment {
   std::int64_t time_ns = 0;  // the monotonic clock (support::monotonic_ns)
   std::int64_t level = 0;
   bool attributed = true;
-  std::vector<BlockTree::Entry> blocks;
+  std::vector<BlockTable::Entry> blocks;
   std::optional<RawFailure> failure;
   std::vector<OtherProcess> other_processes;
   bool other_processes_read = false;  // NVML was read at the moment (for `oom`)

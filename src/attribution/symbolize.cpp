@@ -76,11 +76,31 @@ class Session {
         frame.file = file;
         frame.line = number;
       }
+    } else {
+      line_by_units(module, pc, frame);
     }
     return frame;
   }
 
  private:
+  // The line of `pc` found unit by unit: a module without .debug_aranges (clang writes none;
+  // elfutils before 0.189 finds no unit for its addresses without one) still names its lines.
+  void line_by_units(Dwfl_Module* module, Dwarf_Addr pc, NativeFrame& frame) {
+    Dwarf_Addr bias = 0;
+    for (Dwarf_Die* unit = dw_.module_nextcu(module, nullptr, &bias); unit != nullptr;
+         unit = dw_.module_nextcu(module, unit, &bias)) {
+      if (dw_.haspc(unit, pc - bias) != 1) continue;
+      Dwarf_Line* line = dw_.getsrc_die(unit, pc - bias);
+      int number = 0;
+      const char* file = line != nullptr ? dw_.linesrc(line, nullptr, nullptr) : nullptr;
+      if (file != nullptr && dw_.lineno(line, &number) == 0) {
+        frame.file = file;
+        frame.line = number;
+      }
+      return;
+    }
+  }
+
   // The module of an address; the process's mappings are re-read once when it is new (a library
   // loaded since).
   Dwfl_Module* find(Dwarf_Addr pc) {

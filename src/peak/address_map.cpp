@@ -21,47 +21,66 @@ void AddressMap::SpinLock::wait() noexcept {
   }
 }
 
+constexpr std::uint64_t kSizeMask = (std::uint64_t{1} << 55) - 1;
+constexpr std::uint64_t kManaged = std::uint64_t{1} << 55;
+constexpr int kDeviceShift = 56;
+
+std::uint64_t AddressMap::Table::pack(const Block& block) noexcept {
+  return (block.size & kSizeMask) | (block.managed ? kManaged : 0) |
+         (std::uint64_t{static_cast<std::uint8_t>(block.device)} << kDeviceShift);
+}
+
+Block AddressMap::Table::unpack(std::uint64_t packed) noexcept {
+  return Block{packed & kSizeMask,
+               static_cast<std::int8_t>(static_cast<std::uint8_t>(packed >> kDeviceShift)),
+               (packed & kManaged) != 0};
+}
+
 std::size_t AddressMap::Table::home(std::uint64_t key) const noexcept {
   // The shard used the top 6 bits of the mix; the table uses the ones just below. High bits:
   // a product's low bits keep the key's trailing zeros, and large blocks are aligned to 2 MiB
   // and more, which would leave most home slots unused.
-  const int bits = std::countr_zero(slots_.size());
-  return static_cast<std::size_t>(mix(key) >> (58 - bits)) & (slots_.size() - 1);
+  return static_cast<std::size_t>(mix(key) >> shift_) & (slots_.size() - 1);
 }
 
-void AddressMap::Table::grow() {
-  std::vector<Slot> old(slots_.empty() ? 16 : slots_.size() * 2);
+void AddressMap::Table::resize(std::size_t slots) {
+  std::vector<Slot> old(slots);
   old.swap(slots_);
-  size_ = 0;
+  shift_ = 58 - std::countr_zero(slots);
+  const std::size_t mask = slots_.size() - 1;
   for (const Slot& slot : old) {
-    if (slot.key != 0) insert(slot.key, slot.block);
+    if (slot.key == 0) continue;
+    std::size_t i = home(slot.key);
+    while (slots_[i].key != 0) i = (i + 1) & mask;
+    slots_[i] = slot;
   }
 }
 
 // Inline in AddressMap's own: the allocation path's (this file is their only user).
 [[gnu::always_inline]] inline void AddressMap::Table::insert(std::uint64_t key, Block block) {
-  if ((size_ + 1) * 4 > slots_.size() * 3) grow();  // load factor at most 3/4
+  if ((size_ + 1) * 8 > slots_.size() * 3) resize(slots_.empty() ? 16 : slots_.size() * 2);
   const std::size_t mask = slots_.size() - 1;
+  const std::uint64_t packed = pack(block);
   for (std::size_t i = home(key);; i = (i + 1) & mask) {
     if (slots_[i].key == key) {
-      slots_[i].block = block;
+      slots_[i].block = packed;
       return;
     }
     if (slots_[i].key == 0) {
-      slots_[i] = {key, block};
+      slots_[i] = {key, packed};
       ++size_;
       return;
     }
   }
 }
 
-const Block* AddressMap::Table::find(std::uint64_t key) const {
-  if (slots_.empty()) return nullptr;
+std::optional<Block> AddressMap::Table::find(std::uint64_t key) const {
+  if (slots_.empty()) return std::nullopt;
   const std::size_t mask = slots_.size() - 1;
   for (std::size_t i = home(key); slots_[i].key != 0; i = (i + 1) & mask) {
-    if (slots_[i].key == key) return &slots_[i].block;
+    if (slots_[i].key == key) return unpack(slots_[i].block);
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 [[gnu::always_inline]] inline std::optional<Block> AddressMap::Table::erase(std::uint64_t key) {
@@ -72,7 +91,7 @@ const Block* AddressMap::Table::find(std::uint64_t key) const {
     if (slots_[hole].key == 0) return std::nullopt;
     hole = (hole + 1) & mask;
   }
-  const Block erased = slots_[hole].block;
+  const Block erased = unpack(slots_[hole].block);
   // Shift later members of the cluster back over the hole when their home allows it.
   for (std::size_t next = (hole + 1) & mask; slots_[next].key != 0; next = (next + 1) & mask) {
     const std::size_t wanted = home(slots_[next].key);
@@ -85,12 +104,22 @@ const Block* AddressMap::Table::find(std::uint64_t key) const {
   }
   slots_[hole] = Slot{};
   --size_;
+  // Down to 16 slots, never to none: a block allocated and freed again and again in an empty
+  // shard must not cost an allocation each time.
+  if (slots_.size() > 16 && size_ * 16 < slots_.size()) {
+    try {
+      resize(slots_.size() / 2);  // below 1/16: to 1/8
+    } catch (...) {
+      // No memory for the smaller table: the larger one stays, as correct.
+    }
+  }
   return erased;
 }
 
 void AddressMap::Table::clear() noexcept {
-  slots_.clear();
+  std::vector<Slot>().swap(slots_);
   size_ = 0;
+  shift_ = 58;
 }
 
 AddressMap::Shard& AddressMap::shard(std::uint64_t key) const noexcept {
@@ -107,8 +136,7 @@ void AddressMap::insert(std::uint64_t key, Block block) {
 std::optional<Block> AddressMap::find(std::uint64_t key) const {
   Shard& target = shard(key);
   const std::lock_guard lock(target.lock);
-  if (const Block* found = target.table.find(key)) return *found;
-  return std::nullopt;
+  return target.table.find(key);
 }
 
 std::optional<Block> AddressMap::erase(std::uint64_t key) {
@@ -130,6 +158,15 @@ std::size_t AddressMap::size() const {
   for (Shard& each : shards_) {
     const std::lock_guard lock(each.lock);
     total += each.table.size();
+  }
+  return total;
+}
+
+std::size_t AddressMap::memory_bytes() const {
+  std::size_t total = 0;
+  for (Shard& each : shards_) {
+    const std::lock_guard lock(each.lock);
+    total += each.table.memory_bytes();
   }
   return total;
 }

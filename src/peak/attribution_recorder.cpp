@@ -13,10 +13,10 @@ namespace {
 
 struct Recorder {
   std::mutex mutex;
-  BlockTree tree;
+  BlockTable table;
   std::int64_t epoch_peak = 0;
   std::int64_t epoch_time_ns = 0;
-  Root epoch_root = nullptr;
+  Snapshot epoch_root = kNoSnapshot;
   std::vector<Slot*> slots;
 };
 
@@ -25,9 +25,9 @@ Recorder& recorder(int device) noexcept {
   return table[std::clamp(device, 0, kMaxDevices - 1)];
 }
 
-void take(Root& into, Root root) noexcept {
-  BlockTree::release(into);
-  into = BlockTree::retain(root);
+void take(BlockTable& table, Snapshot& into, Snapshot snapshot) noexcept {
+  table.release(into);
+  into = table.retain(snapshot);
 }
 
 // Requires r.mutex: folds the ending epoch's peak into every attributing counter of the device
@@ -37,11 +37,11 @@ void checkpoint(Recorder& r, std::int64_t level) {
     if (r.epoch_peak > slot->peak_level) {
       slot->peak_level = r.epoch_peak;
       slot->peak_time_ns = r.epoch_time_ns;
-      take(slot->peak_root, r.epoch_root);
+      take(r.table, slot->peak_root, r.epoch_root);
     }
   }
-  BlockTree::release(r.epoch_root);
-  r.epoch_root = r.tree.share();
+  r.table.release(r.epoch_root);
+  r.epoch_root = r.table.share();
   r.epoch_peak = level;
   r.epoch_time_ns = now_ns();
 }
@@ -49,8 +49,8 @@ void checkpoint(Recorder& r, std::int64_t level) {
 void start(Recorder& r, Slot& slot, std::int64_t level) {
   slot.peak_level = level;
   slot.peak_time_ns = now_ns();
-  BlockTree::release(slot.peak_root);
-  slot.peak_root = r.tree.share();
+  r.table.release(slot.peak_root);
+  slot.peak_root = r.table.share();
 }
 
 }  // namespace
@@ -62,12 +62,12 @@ std::int64_t now_ns() noexcept {
 bool attach(Channel& channel, CounterSlot& counter, Slot& slot) {
   const bool first = g_attributing.fetch_add(1, std::memory_order_relaxed) == 0;
   if (first) {
-    // Left over from an earlier attribution period: events may have changed a tree after the
+    // Left over from an earlier attribution period: events may have changed a table after the
     // last counter cleared it.
     for (int device = 0; device < kMaxDevices; ++device) {
       Recorder& r = recorder(device);
       const std::lock_guard lock(r.mutex);
-      if (r.slots.empty()) r.tree.clear();
+      if (r.slots.empty()) r.table.clear();
     }
   }
   Recorder& r = recorder(slot.device);
@@ -93,53 +93,42 @@ void detach(Channel& channel, CounterSlot& counter, Slot& slot) {
     const std::lock_guard lock(r.mutex);
     channel.detach(counter);
     r.slots.erase(std::remove(r.slots.begin(), r.slots.end(), &slot), r.slots.end());
-    BlockTree::release(slot.peak_root);
-    slot.peak_root = nullptr;
+    r.table.release(slot.peak_root);
+    slot.peak_root = kNoSnapshot;
     if (r.slots.empty()) {
-      BlockTree::release(r.epoch_root);
-      r.epoch_root = nullptr;
+      r.table.release(r.epoch_root);
+      r.epoch_root = kNoSnapshot;
     }
   }
   if (g_attributing.fetch_sub(1, std::memory_order_relaxed) != 1) return;
   for (int device = 0; device < kMaxDevices; ++device) {
     Recorder& each = recorder(device);
     const std::lock_guard lock(each.mutex);
-    if (each.slots.empty()) each.tree.clear();
+    if (each.slots.empty()) each.table.clear();
   }
 }
 
 RawSnapshot peak_of(Slot& slot) {
   Recorder& r = recorder(slot.device);
   RawSnapshot snapshot;
-  Root root = nullptr;
-  {
-    const std::lock_guard lock(r.mutex);
-    snapshot.level = slot.peak_level;
-    snapshot.time_ns = slot.peak_time_ns;
-    root = BlockTree::retain(slot.peak_root);
-    if (r.epoch_peak > slot.peak_level) {
-      snapshot.level = r.epoch_peak;
-      snapshot.time_ns = r.epoch_time_ns;
-      take(root, r.epoch_root);
-    }
-  }
-  // The nodes a root reaches never change while it is held; releasing takes the mutex again.
-  try {
-    BlockTree::collect(root, snapshot.blocks);
-  } catch (...) {
-    const std::lock_guard lock(r.mutex);
-    BlockTree::release(root);
-    throw;
-  }
+  // Read under the mutex: the table moves on with the events (a walk of its slots).
   const std::lock_guard lock(r.mutex);
-  BlockTree::release(root);
+  snapshot.level = slot.peak_level;
+  snapshot.time_ns = slot.peak_time_ns;
+  Snapshot peak = slot.peak_root;
+  if (r.epoch_peak > slot.peak_level) {
+    snapshot.level = r.epoch_peak;
+    snapshot.time_ns = r.epoch_time_ns;
+    peak = r.epoch_root;
+  }
+  r.table.collect(peak, snapshot.blocks);
   return snapshot;
 }
 
 void seed(int device, std::uint64_t key, std::uint64_t bytes) {
   Recorder& r = recorder(device);
   const std::lock_guard lock(r.mutex);
-  r.tree.insert_if_absent(key, {bytes, now_ns(), 0, 0});
+  r.table.insert_if_absent(key, {bytes, now_ns(), 0, 0});
 }
 
 void record(Channel& channel, int device, std::int64_t delta, const BlockEvent* event) noexcept {
@@ -148,29 +137,29 @@ void record(Channel& channel, int device, std::int64_t delta, const BlockEvent* 
   if (event != nullptr) {
     try {
       if (event->resize) {
-        const BlockInfo* known = r.tree.find(event->key);
+        const BlockInfo* known = r.table.find(event->key);
         BlockInfo info{event->bytes, known ? known->time_ns : now_ns(),
                        known && known->stack != 0 ? known->stack : event->stack, event->kind};
         if (event->bytes == 0) {
-          r.tree.erase(event->key);
+          r.table.erase(event->key);
         } else {
-          r.tree.insert(event->key, info);
+          r.table.insert(event->key, info);
         }
       } else if (event->allocation) {
-        r.tree.insert(event->key, {event->bytes, now_ns(), event->stack, event->kind});
+        r.table.insert(event->key, {event->bytes, now_ns(), event->stack, event->kind});
       } else {
-        r.tree.erase(event->key);
+        r.table.erase(event->key);
       }
     } catch (...) {
-      // Out of memory for the tree: this block goes unnamed (level_bytes - live_bytes shows it).
+      // Out of memory for the table: this block goes unnamed (level_bytes - live_bytes shows it).
     }
   }
   const Channel::Step step = channel.move(delta);
   if (delta > 0) channel.settle(step);
   const std::int64_t level = Channel::level(step);
   if (!r.slots.empty() && level > r.epoch_peak) {
-    BlockTree::release(r.epoch_root);
-    r.epoch_root = r.tree.share();
+    r.table.release(r.epoch_root);
+    r.epoch_root = r.table.share();
     r.epoch_peak = level;
     r.epoch_time_ns = now_ns();
   }
@@ -180,15 +169,13 @@ void forget_kind(int device, std::uint8_t kind) noexcept {
   Recorder& r = recorder(device);
   const std::lock_guard lock(r.mutex);
   try {
-    std::vector<BlockTree::Entry> entries;
-    const Root root = r.tree.share();
-    BlockTree::collect(root, entries);
-    BlockTree::release(root);
-    for (const BlockTree::Entry& entry : entries) {
-      if (entry.info.kind == kind) r.tree.erase(entry.key);
+    std::vector<BlockTable::Entry> entries;
+    r.table.collect_live(entries);
+    for (const BlockTable::Entry& entry : entries) {
+      if (entry.info.kind == kind) r.table.erase(entry.key);
     }
   } catch (...) {
-    r.tree.clear();  // out of memory: nothing named rather than blocks that are gone
+    r.table.clear();  // out of memory: nothing named rather than blocks that are gone
   }
 }
 
@@ -198,14 +185,7 @@ RawSnapshot live(Channel& channel, int device) {
   const std::lock_guard lock(r.mutex);
   snapshot.level = channel.level();
   snapshot.time_ns = now_ns();
-  const Root root = r.tree.share();
-  try {
-    BlockTree::collect(root, snapshot.blocks);
-  } catch (...) {
-    BlockTree::release(root);
-    throw;
-  }
-  BlockTree::release(root);
+  r.table.collect_live(snapshot.blocks);
   return snapshot;
 }
 

@@ -1,9 +1,9 @@
 // Attribution mode of the exact source: while any attributing counter is alive, every exact
 // level change of a device is made under that device's recorder mutex, together with the change
-// to its live-block tree (attribution/block_tree.hpp), so that the tree and the level move as
-// one. The recorder keeps epochs as the channel does: the root of the tree at the running
+// to its live-block table (attribution/block_table.hpp), so that the table and the level move as
+// one. The recorder keeps epochs as the channel does: a snapshot of the table at the running
 // epoch's peak, folded at each attributing counter's start or reset into every attributing
-// counter whose peak it raises. A snapshot is a shared root; nothing is copied per peak.
+// counter whose peak it raises. A snapshot is a held version; nothing is copied per peak.
 //
 // Lock order: footprint / VMM mutexes, then a recorder's mutex, then the channel's control mutex.
 #pragma once
@@ -12,13 +12,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "attribution/block_tree.hpp"
+#include "attribution/block_table.hpp"
 #include "peak/channel.hpp"
 
 namespace gpumem::peak::attribution {
 
-using gpumem::attribution::BlockTree;
-using gpumem::attribution::Root;
+using gpumem::attribution::BlockTable;
+using gpumem::attribution::kNoSnapshot;
+using gpumem::attribution::Snapshot;
 
 inline std::atomic<int> g_attributing{0};  // attributing counters alive
 
@@ -50,18 +51,18 @@ struct Slot {
   int device = 0;
   std::int64_t peak_level = 0;
   std::int64_t peak_time_ns = 0;
-  Root peak_root = nullptr;
+  Snapshot peak_root = kNoSnapshot;  // of its device's table
 };
 
 struct RawSnapshot {
   std::int64_t level = 0;
   std::int64_t time_ns = 0;
-  std::vector<BlockTree::Entry> blocks;
+  std::vector<BlockTable::Entry> blocks;
 };
 
 // Control: each replaces the channel's own operation for an attributing counter. attach
 // returns true for the first attributing counter of the process (the caller then seeds the
-// trees with the blocks already live).
+// tables with the blocks already live).
 bool attach(Channel& channel, CounterSlot& counter, Slot& slot);
 void restart(Channel& channel, CounterSlot& counter, Slot& slot);
 void detach(Channel& channel, CounterSlot& counter, Slot& slot);
@@ -70,7 +71,7 @@ RawSnapshot peak_of(Slot& slot);
 // A block live before attribution began: no stack, aged from now.
 void seed(int device, std::uint64_t key, std::uint64_t bytes);
 
-// The event path in attribution mode: moves the channel by delta (as Channel::add) and the tree
+// The event path in attribution mode: moves the channel by delta (as Channel::add) and the table
 // by `event` (nullptr: a change with no block, as a pool's reservation or the context).
 void record(Channel& channel, int device, std::int64_t delta, const BlockEvent* event) noexcept;
 // A context's blocks die with it.

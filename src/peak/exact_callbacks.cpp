@@ -90,7 +90,7 @@ bool succeeded(const CUpti_CallbackData& call) noexcept {
 }
 
 // A plain block allocated or freed: in attribution mode it also enters or leaves the device's
-// live-block tree, with the allocating stack.
+// live-block table, with the allocating stack.
 [[gnu::always_inline]] inline void count_block(const Block& block, std::uint64_t address,
                                                bool allocation) noexcept {
   const auto delta = static_cast<std::int64_t>(block.size);

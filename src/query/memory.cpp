@@ -69,14 +69,16 @@ namespace {
 }  // namespace
 
 GPUMemory gpu_mem_get(int id) noexcept {
-  // The common case inline: a valid map, an ordinal it has (or the current device where CUDA is
-  // not in the process, which is 0), a read the fast path answers. Everything else (a map to
-  // rebuild, the current device of a CUDA program, which asks the driver, an unknown id, the
-  // first read, a failed one) takes the whole way again, out of line, so that this keeps few
-  // registers across its calls.
+  // The common case inline: a valid map, an ordinal it has (the current device included), a read
+  // the fast path answers. Everything else (a map to rebuild, an unknown id, the first read, a
+  // failed one) takes the whole way again, out of line, so that this keeps few registers across
+  // its calls.
   const identity::DeviceMap* map = identity::g_current_map.load(std::memory_order_acquire);
   if (map != nullptr && identity::still_valid(*map)) [[likely]] {
-    const int ordinal = id == current_device && !map->cuda_seen ? 0 : id;
+    // The current device: 0 where CUDA is not in the process; in a CUDA program the device of
+    // the thread's current context, one driver call (cuCtxGetDevice), which no cache may answer.
+    int ordinal = id;
+    if (id == current_device) ordinal = map->cuda_seen ? identity::current_ordinal(*map) : 0;
     if (ordinal >= 0 && static_cast<std::size_t>(ordinal) < map->devices.size()) [[likely]] {
       abi::nvmlMemory_v2_t memory;
       if (detail::read_memory_fast(map->devices[static_cast<std::size_t>(ordinal)].handle, memory))

@@ -184,7 +184,9 @@ int write_large_document(const std::string& path) {
 // A large document takes a small multiple of its size to read (the Document it keeps), not the
 // ~10 times a whole JSON tree of it would.
 TEST(AttributionCommand, ALargeDocumentTakesASmallMultipleOfItsSize) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
+    (defined(__has_feature) &&                                       \
+     (__has_feature(address_sanitizer) || __has_feature(thread_sanitizer)))
   GTEST_SKIP() << "a sanitizer keeps freed memory (ASan's quarantine) and its own beside it: "
                   "the resident size does not measure gpumem";
 #endif

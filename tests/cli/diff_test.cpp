@@ -273,8 +273,8 @@ TEST_F(DiffRuns, WhatIsNotARunOrADocumentIsNamedInOneLine) {
     return result.err;
   };
   const std::string reads =
-      "gpumem diff reads run files (gpumem.run/1), reports (gpumem.report/1) and attribution "
-      "documents (gpumem.attribution/1)";
+      "gpumem diff reads run files (gpumem.run/1), reports (gpumem.report/1), attribution "
+      "documents (gpumem.attribution/1) and PyTorch memory snapshots";
   EXPECT_EQ(error_of(dir + "/plain.json"),
             "gpumem diff: " + dir + "/plain.json: no \"schema\": not a gpumem document (" + reads +
                 ")\n");

@@ -73,5 +73,77 @@ TEST(AddressMap, AgreesWithAReferenceMapThroughChurn) {
   EXPECT_FALSE(map.find(0));
 }
 
+TEST(AddressMap, KeepsEveryFieldOfABlockAtItsLimits) {
+  AddressMap map;
+  const std::uint64_t largest = (std::uint64_t{1} << 55) - 1;
+  map.insert(0x200, {largest, 63, true});
+  map.insert(0x400, {1, -1, false});
+  map.insert(0x600, {256, 0, true});
+  EXPECT_EQ(map.find(0x200)->size, largest);
+  EXPECT_EQ(map.find(0x200)->device, 63);
+  EXPECT_TRUE(map.find(0x200)->managed);
+  EXPECT_EQ(map.find(0x400)->device, -1);
+  EXPECT_FALSE(map.find(0x400)->managed);
+  const auto erased = map.erase(0x600);
+  ASSERT_TRUE(erased);
+  EXPECT_EQ(erased->size, 256u);
+  EXPECT_TRUE(erased->managed);
+}
+
+// The tables follow the live blocks down: freed blocks give their memory back.
+TEST(AddressMap, ShrinksAsItsBlocksAreFreed) {
+  AddressMap map;
+  EXPECT_EQ(map.memory_bytes(), 0u);
+  constexpr std::uint64_t kBlocks = 100'000;
+  for (std::uint64_t i = 1; i <= kBlocks; ++i) map.insert(i << 21, {i, 0, false});
+  const std::size_t full = map.memory_bytes();
+  EXPECT_GE(full, kBlocks * 16 * 8 / 3);   // 16-byte slots, at most 3/8 full
+  EXPECT_LE(full, kBlocks * 16 * 16 / 3);  // and at least 3/16 full once grown
+  for (std::uint64_t i = 1; i <= kBlocks - 1000; ++i) ASSERT_EQ(map.erase(i << 21)->size, i);
+  EXPECT_LT(map.memory_bytes(), full / 20);
+  for (std::uint64_t i = kBlocks - 999; i <= kBlocks; ++i) ASSERT_EQ(map.find(i << 21)->size, i);
+  for (std::uint64_t i = kBlocks - 999; i <= kBlocks; ++i) map.erase(i << 21);
+  EXPECT_LE(map.memory_bytes(), 64u * 16 * 16);  // 16 slots a shard, kept for the next block
+  EXPECT_EQ(map.size(), 0u);
+}
+
+// Growth and shrinking in the middle of churn, against a reference map: the population swings
+// between a few blocks and thousands, so every shard's table doubles and halves many times
+// while clusters shift back over erased slots.
+TEST(AddressMap, AgreesWithAReferenceMapWhileItGrowsAndShrinks) {
+  AddressMap map;
+  std::unordered_map<std::uint64_t, std::uint64_t> reference;
+  std::mt19937_64 random(7);
+  for (int phase = 0; phase < 8; ++phase) {
+    const bool growing = phase % 2 == 0;
+    for (int step = 0; step < 30000; ++step) {
+      const std::uint64_t address = ((random() % 20000) + 1) << 8;
+      if (growing == (random() % 4 != 0)) {
+        const std::uint64_t size = random() % 100000 + 1;
+        map.insert(address, {size, static_cast<int>(size % 8), size % 3 == 0});
+        reference[address] = size;
+      } else {
+        const auto erased = map.erase(address);
+        const auto expected = reference.find(address);
+        ASSERT_EQ(erased.has_value(), expected != reference.end()) << phase << " " << step;
+        if (erased) {
+          ASSERT_EQ(erased->size, expected->second);
+          ASSERT_EQ(erased->device, static_cast<int>(expected->second % 8));
+          reference.erase(expected);
+        }
+      }
+    }
+    ASSERT_EQ(map.size(), reference.size()) << "phase " << phase;
+    std::size_t seen = 0;
+    map.for_each([&](std::uint64_t key, const Block& block) {
+      ++seen;
+      const auto expected = reference.find(key);
+      ASSERT_NE(expected, reference.end());
+      EXPECT_EQ(block.size, expected->second);
+    });
+    EXPECT_EQ(seen, reference.size());
+  }
+}
+
 }  // namespace
 }  // namespace gpumem::peak

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "gpumem/diagnostics.hpp"
 #include "gpumem/internal/procfs.hpp"
@@ -326,9 +327,17 @@ TEST_F(Publish, AGroupSharedSpoolServesTwoUsers) {
 // each keep their record (the file name carries the pid namespace and start time).
 TEST_F(Publish, ContainersSharingASpoolKeepEachOthersRecords) {
   fs::create_directories(spool_);
+  // Both containers live at once: the kernel numbers a namespace anew only while the other is
+  // alive (the number of one that has ended is given to the next, and once was, under load).
+  int published[2], release[2];
+  ASSERT_EQ(::pipe(published), 0);
+  ASSERT_EQ(::pipe(release), 0);
+  std::vector<pid_t> outers;
   for (std::int64_t peak : {111, 222}) {
     const pid_t outer = ::fork();
     if (outer == 0) {
+      ::close(published[0]);
+      ::close(release[1]);
       // A pid namespace of its own: its first child is pid 1 there, as in a container.
       if (::unshare(CLONE_NEWPID) != 0) ::_exit(77);
       const pid_t inner = ::fork();
@@ -336,18 +345,40 @@ TEST_F(Publish, ContainersSharingASpoolKeepEachOthersRecords) {
         TraceBytes bytes = sample_bytes();
         bytes.device = -1;
         bytes.peak = peak;
-        ::_exit(::getpid() == 1 && publish_trace(spool_, "train step", bytes) ? 0 : 1);
+        const char ok = ::getpid() == 1 && publish_trace(spool_, "train step", bytes) ? 1 : 0;
+        [[maybe_unused]] ssize_t written = ::write(published[1], &ok, 1);
+        ::close(published[1]);
+        char byte = 0;
+        [[maybe_unused]] ssize_t read = ::read(release[0], &byte, 1);  // until both published
+        ::_exit(ok ? 0 : 1);
       }
+      ::close(published[1]);  // the reader sees the end once both have written
+      ::close(release[0]);
       int status = 0;
       ::waitpid(inner, &status, 0);
       ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 2);
     }
+    outers.push_back(outer);
+  }
+  ::close(published[1]);
+  ::close(release[0]);
+  char reports[2] = {};
+  std::size_t got = 0;
+  while (got < 2) {
+    const ssize_t n = ::read(published[0], reports + got, 2 - got);
+    if (n <= 0) break;  // a container that could not start (no pid namespaces here)
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(release[1]);
+  ::close(published[0]);
+  for (const pid_t outer : outers) {
     int status = 0;
     ::waitpid(outer, &status, 0);
     ASSERT_TRUE(WIFEXITED(status));
     if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "no new pid namespaces here (needs root)";
     ASSERT_EQ(WEXITSTATUS(status), 0);
   }
+  ASSERT_EQ(got, 2u);
   SpoolContents contents = read_spool(spool_);
   ASSERT_EQ(contents.traces.size(), 2u);
   EXPECT_EQ(contents.malformed, 0u);

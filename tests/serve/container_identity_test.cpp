@@ -1,5 +1,6 @@
 // Pod and container identity from synthetic /proc and kubelet trees made by the test.
 #include "container_identity.hpp"
+#include "process_labels.hpp"
 
 #include <unistd.h>
 
@@ -143,6 +144,37 @@ TEST_F(Tree, FindsPublishersInOtherPidNamespaces) {
   detail::PublishedTrace old_writer = in_container;
   old_writer.pid_namespace.clear();  // taken as the exporter's namespace: no pid 12 in this tree
   EXPECT_FALSE(liveness.running(old_writer));
+}
+
+// A collection reads /proc only for processes it has not seen, and for known ones once their
+// labels are a second old; a process absent from a collection is forgotten.
+TEST_F(Tree, ProcessLabelsAreReadOncePerProcessAndRefreshedWhenOld) {
+  process(4242, "python3", "0::/system.slice/a.service\n", "4242");
+  process(77, "Xorg", "0::/system.slice/display-manager.service\n", "77");
+  ContainerDirectory directory(root_ / "proc", root_ / "containers");
+  ProcessLabelCache cache(directory, std::chrono::seconds(1));
+  constexpr std::int64_t kStart = 5'000'000'000;
+  EXPECT_EQ(cache.labels(4242, kStart).name, "python3");
+  EXPECT_EQ(cache.labels(77, kStart).name, "Xorg");
+  EXPECT_EQ(cache.labels(4242, kStart).name, "python3");  // on a second device, same collection
+  cache.end_collection();
+  EXPECT_EQ(cache.reads(), 2u);
+  process(4242, "trainer", "0::/system.slice/a.service\n", "4242 17");  // renamed, nested
+  for (int tick = 1; tick < 100; ++tick) {
+    const std::int64_t now = kStart + tick * 10'000'000;  // 10 ms collections for 990 ms
+    EXPECT_EQ(cache.labels(4242, now).name, "python3");
+    EXPECT_EQ(cache.labels(77, now).name, "Xorg");
+    cache.end_collection();
+  }
+  EXPECT_EQ(cache.reads(), 2u);
+  const ProcessLabels& renamed = cache.labels(4242, kStart + 1'000'000'000);
+  EXPECT_EQ(renamed.name, "trainer");
+  EXPECT_EQ(renamed.container.container_pid, "17");
+  EXPECT_EQ(cache.reads(), 3u);
+  cache.end_collection();  // 77 was not in this collection
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.labels(77, kStart + 1'010'000'000).name, "Xorg");  // read again
+  EXPECT_EQ(cache.reads(), 4u);
 }
 
 }  // namespace

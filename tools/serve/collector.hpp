@@ -12,6 +12,7 @@
 #include "container_identity.hpp"
 #include "exposition.hpp"
 #include "gpumem/internal/window_peak.hpp"
+#include "process_labels.hpp"
 
 namespace gpumem::serve {
 
@@ -46,7 +47,8 @@ class Collector {
   std::vector<Identity> devices_;
   std::shared_ptr<WindowPeak> peaks_;  // shared with the snapshots, which scrapes read it through
   ContainerDirectory containers_;
-  std::string pid_namespace_;                              // the exporter's own, "pid:[inode]"
+  ProcessLabelCache labels_;   // reads /proc only for new processes and labels 10 s old
+  std::string pid_namespace_;  // the exporter's own, "pid:[inode]"
   std::map<std::filesystem::path, std::string> refusals_;  // logged once per change
 };
 

@@ -7,6 +7,7 @@
 #include "attribution/document.hpp"
 #include "attribution/views.hpp"
 #include "commands.hpp"
+#include "gpumem/internal/torch_snapshot.hpp"
 #include "output_file.hpp"
 #include "text_width.hpp"
 #include "usage.hpp"
@@ -22,6 +23,8 @@ struct AttributionOptions {
   std::string svg_path;
   std::string pprof_path;
   std::string html_path;
+  std::string torch_path;
+  std::string torch_form = "dict";
   WidthFlags width;
 };
 
@@ -36,7 +39,8 @@ std::optional<std::size_t> find(const attribution::Document& document, const cha
 int attribution_command(const AttributionOptions& options) {
   if (std::string error; !check_outputs({{"--svg", options.svg_path},
                                          {"--pprof", options.pprof_path},
-                                         {"--html", options.html_path}},
+                                         {"--html", options.html_path},
+                                         {"--torch-snapshot", options.torch_path}},
                                         &error)) {
     say(error);
     return 2;
@@ -71,7 +75,7 @@ int attribution_command(const AttributionOptions& options) {
   const TableOptions table = stdout_table_options(options.width);
   // An output on stdout ('-') takes the tables' place.
   const bool tables = options.svg_path != kStdoutPath && options.pprof_path != kStdoutPath &&
-                      options.html_path != kStdoutPath;
+                      options.html_path != kStdoutPath && options.torch_path != kStdoutPath;
   if (tables && shown.empty()) std::cout << printable(options.file) << " holds no snapshot.\n";
   for (std::size_t at = 0; tables && at < shown.size(); ++at) {
     if (at > 0) std::cout << "\n";
@@ -110,6 +114,12 @@ int attribution_command(const AttributionOptions& options) {
     write(options.html_path, attribution::html_report(*document, chosen_peak ? chosen : peak,
                                                       chosen_oom ? chosen : oom));
   }
+  if (!options.torch_path.empty()) {
+    namespace model = gpumem::detail::attribution;
+    write(options.torch_path,
+          model::torch_snapshot(*document, options.torch_form == "list" ? model::TorchForm::list
+                                                                        : model::TorchForm::dict));
+  }
   return written ? 0 : 1;
 }
 
@@ -126,7 +136,10 @@ void add_attribution_command(CLI::App& app, int& exit_code) {
       "E.g. gpumem attribution snap.json --html report.html\nWithout --snapshot it shows the "
       "highest peak and the first out-of-memory "
       "failure; --svg and --pprof draw the highest peak (else the failure).");
-  command->add_option("file", options->file, "An attribution document (gpumem.attribution/1)")
+  command
+      ->add_option("file", options->file,
+                   "An attribution document (gpumem.attribution/1) or a PyTorch memory "
+                   "snapshot (torch.cuda.memory._dump_snapshot)")
       ->required();
   number_option(
       *command,
@@ -142,6 +155,14 @@ void add_attribution_command(CLI::App& app, int& exit_code) {
   command->add_option("--html", options->html_path,
                       "Write a self-contained HTML report (timeline, icicles, block lists); "
                       "each output is a regular file or '-' (stdout, instead of the tables)");
+  command->add_option("--torch-snapshot", options->torch_path,
+                      "Write a PyTorch memory snapshot pickle (pytorch.org/memory_viz, "
+                      "torch.cuda._memory_viz) of each device's highest peak");
+  command
+      ->add_option("--torch-form", options->torch_form,
+                   "The snapshot's form: dict (segments and device_traces, the default) or list "
+                   "(PyTorch 1.13's list of segments)")
+      ->check(CLI::IsMember({"dict", "list"}));
   add_width_options(*command, options->width);
   command->callback([options, &exit_code] { exit_code = attribution_command(*options); });
 }

@@ -7,6 +7,7 @@
 #include "attribution/document.hpp"
 #include "diff/diff.hpp"
 #include "gpumem/internal/checked_json.hpp"
+#include "gpumem/internal/torch_snapshot.hpp"
 #include "report_file.hpp"
 #include "run_file.hpp"
 
@@ -67,8 +68,8 @@ struct SchemaSniffer : nlohmann::json::json_sax_t {
 };
 
 constexpr const char* kWhatDiffReads =
-    "gpumem diff reads run files (gpumem.run/1), reports (gpumem.report/1) and attribution "
-    "documents (gpumem.attribution/1)";
+    "gpumem diff reads run files (gpumem.run/1), reports (gpumem.report/1), attribution "
+    "documents (gpumem.attribution/1) and PyTorch memory snapshots";
 
 bool starts_with(const std::string& text, const char* prefix) {
   return text.rfind(prefix, 0) == 0;
@@ -107,6 +108,18 @@ std::optional<Input> read_input(const std::string& path, std::string* error) {
       detail::json::open_file(path, "a file", 2ull << 30, stream, error);
   if (!size) return std::nullopt;
   if (*size == 0) return fail("empty (a run still writing it, or cut short?)");
+  namespace model = gpumem::detail::attribution;
+  if (model::source_format(std::string(1, static_cast<char>(stream.peek()))) ==
+      model::SourceFormat::torch_pickle) {
+    // A PyTorch memory snapshot: an attribution source, read into the same model.
+    Input input;
+    input.path = path;
+    input.schema = "torch snapshot";
+    input.attribution = model::read_torch_snapshot(path, error);
+    if (!input.attribution) return std::nullopt;
+    input.devices = attribution_peaks(*input.attribution);
+    return input;
+  }
   // Through the checked reader's source: whitespace folded, a string over 1 MiB refused, so that
   // what comes before "schema" is never held whole.
   detail::json::BoundedSource source(stream, 1u << 20);

@@ -122,7 +122,8 @@ struct Document {
 };
 
 // Reads and checks `path`; nullopt with `error` naming the file and the field at fault
-// ("snap.json: snapshots[2].blocks[7].stack: 12 is out of range (3 stacks)").
+// ("snap.json: snapshots[2].blocks[7].stack: 12 is out of range (3 stacks)"). A PyTorch memory
+// snapshot is read too (gpumem/internal/torch_snapshot.hpp decides which a file is).
 std::optional<Document> read_document(const std::string& path, std::string* error);
 
 // The same from text already read (`path` names it in errors).
