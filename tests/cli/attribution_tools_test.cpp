@@ -184,9 +184,14 @@ int write_large_document(const std::string& path) {
 // A large document takes a small multiple of its size to read (the Document it keeps), not the
 // ~10 times a whole JSON tree of it would.
 TEST(AttributionCommand, ALargeDocumentTakesASmallMultipleOfItsSize) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
-    (defined(__has_feature) &&                                       \
-     (__has_feature(address_sanitizer) || __has_feature(thread_sanitizer)))
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define GPUMEM_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define GPUMEM_TEST_SANITIZED 1
+#endif
+#endif
+#ifdef GPUMEM_TEST_SANITIZED
   GTEST_SKIP() << "a sanitizer keeps freed memory (ASan's quarantine) and its own beside it: "
                   "the resident size does not measure gpumem";
 #endif
