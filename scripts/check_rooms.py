@@ -75,6 +75,7 @@ PUBLIC_HEADERS = {
 }
 SEAMS = {
     "attribution_document.hpp": ["attribution"],  # gpumem.attribution/1: model, reader, writer
+    "attribution_frames.hpp": ["attribution"],  # the one frame policy of every view
     "torch_snapshot.hpp": ["attribution"],  # PyTorch's memory snapshots: reader, writer
     "byte_size.hpp": ["support"],
     "checked_json.hpp": ["support"],  # the one checked-JSON reader under every file format

@@ -103,7 +103,11 @@ struct AttributionSnapshot {
   std::string to_json() const;
   // Bytes held per stack (index into stacks), largest first; blocks without a stack left out.
   std::vector<std::pair<std::size_t, std::uint64_t>> bytes_by_stack() const;
-  // The innermost named function of the stack that held the most, or nullopt.
+  // The allocating frame of `stack` (an index into stacks), as an index into frames: the
+  // innermost frame that is the user's, Python frames first (docs/attribution.md, "The
+  // allocating frame"; every view decides it so); nullopt for an unknown or empty stack.
+  std::optional<std::size_t> allocating_frame(std::size_t stack) const;
+  // The function of the allocating frame of the stack that held the most, or nullopt.
   std::optional<std::string> top_function() const;
 };
 

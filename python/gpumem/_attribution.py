@@ -4,37 +4,9 @@ ran out of memory (docs/attribution.md)."""
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _native
-
-
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
-def _is_gpumem(frame: Dict[str, Any]) -> bool:
-    file = frame.get("file")
-    return isinstance(file, str) and file.startswith(_PACKAGE)
-
-
-def _user_python(frames: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    """The innermost named Python frame outside gpumem's own package (gpumem.testing's
-    allocate is where the simulated tests allocate, not who)."""
-    for frame in frames:
-        if frame.get("language") == "python" and frame.get("function") and not _is_gpumem(frame):
-            return frame
-    return None
-
-
-def _where(frames: List[Dict[str, Any]]) -> str:
-    frame = _user_python(frames)
-    if frame is None:
-        frame = next((f for f in frames if f.get("function")), None)
-    if frame is None:
-        return "(unknown)"
-    place = f" ({frame['file']}:{frame['line']})" if frame.get("file") else ""
-    return f"{frame['function']}{place}"
 
 
 class AttributionSnapshot:
@@ -139,17 +111,17 @@ class AttributionSnapshot:
         return [(int(stack), int(held)) for stack, held in self._native.bytes_by_stack()]
 
     def top_function(self) -> Optional[str]:
-        """The function that held the most: the innermost Python frame of the stack that held
-        the most where it has Python frames (gpumem's own left out), else its innermost named
-        native frame; None without blocks."""
-        by_stack = self.bytes_by_stack()
-        if not by_stack or by_stack[0][0] >= len(self.stacks):
-            return None
-        frame = _user_python(self.stacks[by_stack[0][0]])
-        if frame is not None:
-            return str(frame["function"])
+        """The function that allocated what held the most: the allocating frame of the stack
+        that held the most, as every view of gpumem decides it (the innermost frame that is the
+        user's, Python frames first; docs/attribution.md); None without blocks."""
         native = self._native.top_function()
         return None if native is None else str(native)
+
+    def allocated_by(self, stack: int) -> Optional[str]:
+        """The allocating frame of ``stack`` (an index into ``stacks``) as every view names it:
+        ``"load_weights (train.py:12)"``; None for an unknown or empty stack."""
+        label = self._native.allocated_by(stack)
+        return None if label is None else str(label)
 
     def top_stacks(self, n: int = 3) -> List[Tuple[int, List[Dict[str, Any]]]]:
         """The ``n`` stacks that held the most: (bytes, frames innermost first)."""
@@ -159,7 +131,7 @@ class AttributionSnapshot:
     def describe(self, n: int = 3) -> List[str]:
         """A short report: the failed request (an out-of-memory snapshot) or the level, then
         the ``n`` stacks that held the most, each as its bytes and the function that allocated
-        (the innermost Python frame outside gpumem, else the innermost named frame)."""
+        (the allocating frame, as ``allocated_by`` names it)."""
         mb = 2**20
         failure = self.failure
         if failure is not None:
@@ -172,8 +144,8 @@ class AttributionSnapshot:
                      f"{self.live_bytes / mb:.1f} MB live"]
         if not self.attributed:
             lines.append("  (no blocks recorded: attribution was off)")
-        for held, frames in self.top_stacks(n):
-            lines.append(f"  {held / mb:10.1f} MB  {_where(frames)}")
+        for stack, held in self.bytes_by_stack()[:n]:
+            lines.append(f"  {held / mb:10.1f} MB  {self.allocated_by(stack) or '(unknown)'}")
         others = self.other_processes
         if others:
             held = sum(int(p.get("used_bytes") or 0) for p in others)

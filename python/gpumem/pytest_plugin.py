@@ -294,8 +294,8 @@ def _peak_snapshot(trace: Any) -> Optional[_attribution.AttributionSnapshot]:
 
 def _top_allocation(snapshot: Optional[_attribution.AttributionSnapshot]) -> Optional[str]:
     """Where the stack that held the most at the peak allocated, as ``function (file:line)``."""
-    stacks = snapshot.top_stacks(1) if snapshot is not None else []
-    return _attribution._where(stacks[0][1]) if stacks else None
+    by_stack = snapshot.bytes_by_stack() if snapshot is not None else []
+    return snapshot.allocated_by(by_stack[0][0]) if snapshot is not None and by_stack else None
 
 
 class GPUMemPlugin:
@@ -413,12 +413,11 @@ class GPUMemPlugin:
         if snapshot is None:
             lines.append("  (no allocating stacks: attribution needs the exact source)")
             return "\n".join(lines)
-        stacks = snapshot.top_stacks(_STACKS_SHOWN)
         count = len(snapshot.blocks)
         lines.append(f"  allocations live at the peak, the largest first "
                      f"({_mib(snapshot.live_bytes)} in {count} block{'s' if count != 1 else ''}):")
-        for held, frames in stacks:
-            lines.append(f"    {_mib(held):>12}  {_attribution._where(frames)}")
+        for stack, held in snapshot.bytes_by_stack()[:_STACKS_SHOWN]:
+            lines.append(f"    {_mib(held):>12}  {snapshot.allocated_by(stack) or '(unknown)'}")
         unknown = snapshot.live_bytes - sum(held for _, held in snapshot.bytes_by_stack())
         if unknown > 0:
             lines.append(f"    {_mib(unknown):>12}  no stack: allocated while attribution was off "

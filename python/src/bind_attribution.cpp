@@ -13,6 +13,7 @@
 
 #include "bindings.hpp"
 #include "gpumem/attribution.hpp"
+#include "gpumem/internal/attribution_frames.hpp"
 
 namespace py = pybind11;
 
@@ -67,6 +68,14 @@ std::vector<std::pair<std::size_t, std::uint64_t>> by_stack(const AttributionSna
   return s.bytes_by_stack();
 }
 
+// The allocating frame of a stack as the library's policy decides it, named as every view names
+// it ("load_weights (train.py:12)"); None for an unknown or empty stack.
+std::optional<std::string> allocated_by(const AttributionSnapshot& s, std::size_t stack) {
+  const std::optional<std::size_t> frame = s.allocating_frame(stack);
+  if (!frame) return std::nullopt;
+  return detail::attribution::frame_label(detail::attribution::document_frame(s.frames[*frame]));
+}
+
 }  // namespace
 
 void bind_attribution(py::module_& module) {
@@ -75,7 +84,9 @@ void bind_attribution(py::module_& module) {
                                   "wraps it.")
       .def("to_json", &AttributionSnapshot::to_json)
       .def("bytes_by_stack", &by_stack)
-      .def("top_function", &AttributionSnapshot::top_function);
+      .def("top_function", &AttributionSnapshot::top_function)
+      .def("allocating_frame", &AttributionSnapshot::allocating_frame, py::arg("stack"))
+      .def("allocated_by", &allocated_by, py::arg("stack"));
   module.def(
       "last_oom", [] { return last_oom(); }, py::call_guard<py::gil_scoped_release>());
   module.def("register_frame_provider", [] { set_python_frame_provider(&python_frames); });

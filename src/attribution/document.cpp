@@ -11,6 +11,7 @@
 
 #include "gpumem/attribution.hpp"
 #include "gpumem/internal/attribution_document.hpp"
+#include "gpumem/internal/attribution_frames.hpp"
 #include "gpumem/internal/procfs.hpp"
 
 namespace gpumem::detail::attribution {
@@ -130,6 +131,10 @@ Snapshot model_snapshot(const AttributionSnapshot& snapshot, const std::vector<s
 }
 
 }  // namespace
+
+Frame document_frame(const StackFrame& frame) {
+  return model_frame(frame);
+}
 
 Document to_document(const std::vector<AttributionSnapshot>& snapshots) {
   Document document;

@@ -10,6 +10,8 @@
 
 #include "attribution/stacks.hpp"
 #include "attribution/symbolize.hpp"
+#include "gpumem/internal/attribution_document.hpp"
+#include "gpumem/internal/attribution_frames.hpp"
 #include "gpumem/internal/clock.hpp"
 
 namespace gpumem::attribution {
@@ -189,13 +191,27 @@ std::vector<std::pair<std::size_t, std::uint64_t>> AttributionSnapshot::bytes_by
   return out;
 }
 
+std::optional<std::size_t> AttributionSnapshot::allocating_frame(std::size_t stack) const {
+  if (stack >= stacks.size()) return std::nullopt;
+  // The policy reads the document's model: this snapshot's frames as it holds them.
+  detail::attribution::Document document;
+  std::vector<std::size_t> indices;
+  for (const std::size_t frame : stacks[stack]) {
+    if (frame >= frames.size()) return std::nullopt;
+    indices.push_back(document.frames.size());
+    document.frames.push_back(detail::attribution::document_frame(frames[frame]));
+  }
+  const auto position = detail::attribution::allocating_position(document, indices);
+  if (!position) return std::nullopt;
+  return stacks[stack][*position];
+}
+
 std::optional<std::string> AttributionSnapshot::top_function() const {
   const auto by_stack = bytes_by_stack();
   if (by_stack.empty()) return std::nullopt;
-  for (const std::size_t frame : stacks[by_stack.front().first]) {
-    if (frame < frames.size() && frames[frame].function) return frames[frame].function;
-  }
-  return std::nullopt;
+  const std::optional<std::size_t> frame = allocating_frame(by_stack.front().first);
+  if (!frame) return std::nullopt;
+  return detail::attribution::frame_function(detail::attribution::document_frame(frames[*frame]));
 }
 
 }  // namespace gpumem

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "attribution/python_frames.hpp"
 #include "gpumem/attribution.hpp"
 
 namespace gpumem::attribution {
@@ -37,6 +38,8 @@ _Unwind_Reason_Code on_frame(_Unwind_Context* context, void* data) {
 }
 
 std::atomic<PythonFrameProvider> g_provider{nullptr};
+// The process's interpreter, once prepare_unwinder has looked for it (nullptr: none).
+std::atomic<const python::Interpreter*> g_interpreter{nullptr};
 
 std::uint64_t mix(std::uint64_t hash, std::uint64_t value) noexcept {
   hash ^= value + 0x9e3779b97f4a7c15ull + (hash << 6) + (hash >> 2);
@@ -107,6 +110,7 @@ UnwBacktrace libunwind_backtrace() noexcept {
 }  // namespace
 
 bool prepare_unwinder() noexcept {
+  g_interpreter.store(python::process_interpreter(), std::memory_order_release);
   return libunwind_backtrace() != nullptr;
 }
 
@@ -168,14 +172,19 @@ std::uint32_t intern(const std::uintptr_t* native, std::size_t native_count,
 std::uint32_t capture_stack() noexcept {
   std::uintptr_t native[kMaxNativeFrames];
   const std::size_t native_count = capture_native(native, kMaxNativeFrames);
-  PythonFrame python[kMaxPythonFrames];
-  std::size_t python_count = 0;
-  if (const PythonFrameProvider provider = g_provider.load(std::memory_order_acquire)) {
-    python_count = std::min(provider(python, kMaxPythonFrames), kMaxPythonFrames);
-  }
   PythonFrameView views[kMaxPythonFrames];
-  for (std::size_t i = 0; i < python_count; ++i) {
-    views[i] = {python[i].function, python[i].file, python[i].line};
+  std::size_t python_count = 0;
+  // The thread's own frames, read where the interpreter's layout is known (GIL held or not);
+  // else the Python package's provider (which needs the GIL).
+  if (const python::Interpreter* interpreter = g_interpreter.load(std::memory_order_acquire))
+    python_count = python::read_frames(*interpreter, views, kMaxPythonFrames);
+  if (python_count == 0) {
+    if (const PythonFrameProvider provider = g_provider.load(std::memory_order_acquire)) {
+      PythonFrame python[kMaxPythonFrames];
+      python_count = std::min(provider(python, kMaxPythonFrames), kMaxPythonFrames);
+      for (std::size_t i = 0; i < python_count; ++i)
+        views[i] = {python[i].function, python[i].file, python[i].line};
+    }
   }
   return intern(native, native_count, views, python_count);
 }

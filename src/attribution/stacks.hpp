@@ -18,7 +18,8 @@ inline constexpr std::size_t kMaxPythonFrames = 64;
 // of every loaded object per frame; docs/peaks.md).
 std::size_t capture_native(std::uintptr_t* frames, std::size_t capacity) noexcept;
 std::size_t capture_native_compiler(std::uintptr_t* frames, std::size_t capacity) noexcept;
-// Loads libunwind now (at a counter's start) rather than in the first allocation's callback;
+// Loads libunwind and looks for the Python interpreter now (at a counter's start) rather than
+// in the first allocation's callback;
 // false when it is not installed (the compiler's unwinder is used).
 bool prepare_unwinder() noexcept;
 

@@ -198,7 +198,9 @@ bool is_interpreter_frame(const NativeFrame& frame) {
       (starts_with(*frame.function, "_PyEval_") || starts_with(*frame.function, "PyEval_"))) {
     return true;
   }
-  return frame.module && starts_with(basename(*frame.module), "libpython");
+  // The executable (python3.11) or libpython.
+  return frame.module && (starts_with(basename(*frame.module), "libpython") ||
+                          starts_with(basename(*frame.module), "python"));
 }
 
 void forget_symbols() {

@@ -54,7 +54,9 @@ TEST(UsageErrors, AMissingArgumentIsNamedWithTheUsageLine) {
             "gpumem report: missing FILE...: run files written by gpumem run --json\n"
             "Usage: gpumem report [OPTIONS] FILE...\n"},
            {{"attribution"},
-            "gpumem attribution: missing FILE: an attribution document (gpumem.attribution/1)\n"
+            "gpumem attribution: missing FILE: an attribution document (gpumem.attribution/1) "
+            "or a PyTorch memory snapshot (the pickle that torch.cuda.memory's _dump_snapshot "
+            "writes)\n"
             "Usage: gpumem attribution [OPTIONS] FILE\n"},
            {{"run", "--mode", "exact"},
             "gpumem run: missing COMMAND\nUsage: gpumem run [OPTIONS] -- COMMAND [ARGS...]\n"},

@@ -161,3 +161,34 @@ emit(top=snap.top_function(), names=names, held=[b for _, b in snap.bytes_by_sta
     assert len(scratch) == 1
     assert scratch[0][scratch[0].index("make_scratch") + 1] == "worker"
     assert "<module>" not in scratch[0]  # the thread's chain, not the main thread's
+
+
+def test_top_function_names_the_python_frame_of_a_call_that_released_the_gil(sim):
+    # ctypes releases the GIL around cuMemAlloc, as PyTorch's bindings do: the package's
+    # provider (which needs the GIL) sees nothing there; the library reads the thread's own
+    # frames. top_function() and allocated_by() name the frame every view names.
+    result = sim.run("""
+import ctypes, os
+import gpumem
+cuda = ctypes.CDLL(os.environ["GPUMEM_CUDA_LIBRARY"])
+assert cuda.cuInit(0) == 0
+device, context = ctypes.c_int(), ctypes.c_void_p()
+assert cuda.cuDeviceGet(ctypes.byref(device), 0) == 0
+assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device) == 0
+assert cuda.cuCtxSetCurrent(context) == 0
+mtrace = gpumem.GPUMemTrace(attribute=True, on_exit_report=False)
+def load_weights():
+    pointer = ctypes.c_uint64()
+    assert cuda.cuMemAlloc_v2(ctypes.byref(pointer), ctypes.c_size_t(300 << 20)) == 0
+    return pointer
+weights = load_weights()
+snap = mtrace.peak_snapshot()
+stack = snap.bytes_by_stack()[0][0]
+emit(top=snap.top_function(), by=snap.allocated_by(stack), held=[b for _, b in snap.bytes_by_stack()],
+     line=load_weights.__code__.co_firstlineno + 2, report=snap.describe())
+""")
+    assert result["top"] == "load_weights"
+    assert result["held"] == [300 * 2**20]
+    assert result["by"].startswith("load_weights (")
+    assert result["by"].endswith(f":{result['line']})")
+    assert result["report"][1].endswith(result["by"])

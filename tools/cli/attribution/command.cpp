@@ -139,7 +139,7 @@ void add_attribution_command(CLI::App& app, int& exit_code) {
   command
       ->add_option("file", options->file,
                    "An attribution document (gpumem.attribution/1) or a PyTorch memory "
-                   "snapshot (torch.cuda.memory._dump_snapshot)")
+                   "snapshot (the pickle that torch.cuda.memory's _dump_snapshot writes)")
       ->required();
   number_option(
       *command,

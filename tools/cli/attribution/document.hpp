@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpumem/internal/attribution_document.hpp"
+#include "gpumem/internal/attribution_frames.hpp"
 
 namespace gpumem::cli::attribution {
 
@@ -19,10 +20,15 @@ using gpumem::detail::attribution::document_json;
 using gpumem::detail::attribution::document_text;
 using gpumem::detail::attribution::Failure;
 using gpumem::detail::attribution::Frame;
+using gpumem::detail::attribution::frame_function;
+using gpumem::detail::attribution::frame_label;
 using gpumem::detail::attribution::kSchema;
 using gpumem::detail::attribution::OtherProcess;
 using gpumem::detail::attribution::parse_document;
 using gpumem::detail::attribution::read_document;
+using gpumem::detail::attribution::short_frame_label;
+using gpumem::detail::attribution::short_function;
+using gpumem::detail::attribution::shown_stack;
 using gpumem::detail::attribution::Snapshot;
 using gpumem::detail::attribution::stream_document;
 using gpumem::detail::attribution::Timeline;
@@ -36,25 +42,13 @@ std::optional<std::size_t> choose_snapshot(const Document& document, const std::
 // One line naming a snapshot: "peak of scope train on GPU 0 (NVIDIA H200), pid 4242, at 1.250 s".
 std::string describe(const Document& document, const Snapshot& snapshot);
 
-// A frame as people read it: "function (file:line)", or "?? (module+address)" when it was not
-// symbolized. Raw text: escape it for where it goes.
-std::string frame_label(const Frame& frame);
-// Only the function's name, or "??" / the address when not symbolized.
-std::string frame_function(const Frame& frame);
-
-// The C runtime's frames under main (_start, __libc_start_main…, and `below_main` the C
-// library's frames it could not name): under every stack, telling nothing, so left out of the
-// callers.
-bool runtime_entry(const Frame& frame, bool below_main);
-// The callers of a stack's innermost frame, outward, joined by `arrow`: the first three, then
-// "(N more)"; the C runtime's frames left out.
+// The callers of a stack's allocating frame, outward, joined by `arrow`: the frames the library's
+// policy shows (shown_stack: no allocator, runtime, binding or interpreter frames), the first
+// three, then "(N more)".
 std::string callers(const Document& document, const std::vector<std::size_t>& stack,
                     const std::string& arrow);
-// A demangled function as a narrow table shows it: its parameter list elided
-// ("load_weights(…)") and the compiler's clone suffixes (" [clone .isra.0]") left out.
-std::string short_function(std::string name, const std::string& ellipsis);
-// The allocating frame in a narrow table: the function shortened, the file by its name alone,
-// the line kept ("load_weights(…) (oom_program.cpp:43)").
-std::string short_frame_label(const Frame& frame, const std::string& ellipsis);
+// The frame that allocated a stack, as the library's policy decides it (a stack is never empty
+// here: the caller says "(an empty stack)" first).
+const Frame& allocating(const Document& document, const std::vector<std::size_t>& stack);
 
 }  // namespace gpumem::cli::attribution

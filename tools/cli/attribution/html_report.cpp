@@ -70,6 +70,17 @@ std::string html_report(const Document& document, std::optional<std::size_t> pea
          "</script>\n";
   out += "<script type=\"application/json\" id=\"gpumem-chosen\">{\"peak\":" + index_or_null(peak) +
          ",\"oom\":" + index_or_null(oom) + "}</script>\n";
+  // The frame policy's decisions, so that the script decides nothing of its own.
+  nlohmann::json frames = {{"shown", nlohmann::json::array()}, {"labels", nlohmann::json::array()}};
+  for (const std::vector<std::size_t>& stack : document.stacks) {
+    const std::vector<std::size_t> shown = shown_stack(document, stack);
+    frames["shown"].push_back(shown);
+    frames["labels"].push_back(
+        shown.empty() ? std::string() : short_frame_label(document.frames[shown.front()], "…"));
+  }
+  out += "<script type=\"application/json\" id=\"gpumem-frames\">" +
+         embeddable(frames.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) +
+         "</script>\n";
   out += "<script>" + std::string(kReportScript) + "</script>\n</body>\n</html>\n";
   return out;
 }

@@ -9,6 +9,9 @@ const char* const kReportScript = R"js(
 (function () {
   const doc = JSON.parse(document.getElementById("gpumem-attribution").textContent);
   const chosen = JSON.parse(document.getElementById("gpumem-chosen").textContent);
+  // The library's frame policy, decided by gpumem (not here): per stack, the frames shown
+  // (the allocating one first, then its callers) and the allocating frame's short label.
+  const views = JSON.parse(document.getElementById("gpumem-frames").textContent);
   const SVG = "http://www.w3.org/2000/svg";
 
   function fmtBytes(n) {
@@ -89,8 +92,7 @@ const char* const kReportScript = R"js(
     if (!totals.length) return "(no live block)";
     const t = totals[0];
     if (t.stack === null) return "(no stack captured)";
-    const stack = doc.stacks[t.stack];
-    return stack.length ? frameFunction(doc.frames[stack[0]]) : "(an empty stack)";
+    return views.shown[t.stack].length ? views.labels[t.stack] : "(an empty stack)";
   }
 
   // The icicle tree: the root holds the level; below it the outermost frames.
@@ -109,7 +111,7 @@ const char* const kReportScript = R"js(
         const c = child(root, "#nostack", () => ({ name: "(no stack captured)", kind: "special", lines: [] }));
         c.bytes += t.bytes; c.blocks += t.blocks; continue;
       }
-      const stack = doc.stacks[t.stack];
+      const stack = views.shown[t.stack];
       let at = root;
       for (let i = stack.length - 1; i >= 0; i--) {
         const f = doc.frames[stack[i]];
@@ -158,7 +160,7 @@ const char* const kReportScript = R"js(
     if (!path.length) return s.blocks.slice();
     return s.blocks.filter((b) => {
       if (b.stack === null) return path.length === 1 && path[0] === "#nostack";
-      const stack = doc.stacks[b.stack];
+      const stack = views.shown[b.stack];
       if (stack.length < path.length) return false;
       for (let i = 0; i < path.length; i++) {
         if (codeKey(doc.frames[stack[stack.length - 1 - i]]) !== path[i]) return false;
@@ -233,7 +235,7 @@ const char* const kReportScript = R"js(
       table.append(head);
       for (const b of blocks.slice(0, kMaxRows)) {
         const tr = el("tr");
-        const stack = b.stack === null ? null : doc.stacks[b.stack];
+        const stack = b.stack === null ? null : views.shown[b.stack];
         tr.append(el("td", { class: "code" }, b.address), el("td", { class: "num", "data-bytes": b.bytes }, fmtBytes(b.bytes)),
                   el("td", {}, b.kind), el("td", { class: "num" }, fmtSeconds(b.age_s)),
                   el("td", { class: "num" }, b.pid === null ? "-" : String(b.pid)),
@@ -266,7 +268,7 @@ const char* const kReportScript = R"js(
       " held without a block. Outermost frames at the top, width by bytes; click a box for the blocks under it."));
     if (s.failure) {
       const f = s.failure;
-      const by = f.stack === null ? "" : doc.stacks[f.stack].length ? ", requested by " + frameLabel(doc.frames[doc.stacks[f.stack][0]]) : "";
+      const by = f.stack === null ? "" : views.shown[f.stack].length ? ", requested by " + frameLabel(doc.frames[views.shown[f.stack][0]]) : "";
       section.append(el("div", { class: "failure" }, "The request that failed: " + fmtBytes(f.bytes) + " (" + f.kind + ") with " +
         f.error + by + "; the device had " + fmtBytes(f.free_bytes) + " free of " + fmtBytes(f.total_bytes) + "."));
       section.append(el("h3", {}, "Other processes on the device"));

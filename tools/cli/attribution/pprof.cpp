@@ -148,7 +148,7 @@ std::optional<std::string> pprof_profile(const Document& document, const Snapsho
     } else if (document.stacks[stack].empty()) {
       sample->add_location_id(special_location("(an empty stack)"));
     } else {
-      for (std::size_t frame : document.stacks[stack])
+      for (std::size_t frame : shown_stack(document, document.stacks[stack]))
         sample->add_location_id(location_of_frame(frame));
     }
     sample->add_value(totals.blocks);

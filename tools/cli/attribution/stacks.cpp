@@ -60,7 +60,7 @@ std::unique_ptr<IcicleNode> icicle_tree(const Document& document, const Snapshot
       root->children.push_back(std::move(node));
       continue;
     }
-    const std::vector<std::size_t>& stack = document.stacks[*total.stack];
+    const std::vector<std::size_t> stack = shown_stack(document, document.stacks[*total.stack]);
     IcicleNode* at = root.get();
     for (auto frame = stack.rbegin(); frame != stack.rend(); ++frame) {  // outermost first
       const Frame& code = document.frames[*frame];

@@ -86,8 +86,9 @@ std::string top_table(const Document& document, const Snapshot& snapshot, std::s
     if (failure.stack) {
       const std::vector<std::size_t>& stack = document.stacks[*failure.stack];
       std::string where = "requested by ";
-      where += stack.empty() ? "(an empty stack)" : frame_label(document.frames[stack.front()]);
-      if (stack.size() > 1) where += arrow + callers(document, stack, arrow);
+      where += stack.empty() ? "(an empty stack)" : frame_label(allocating(document, stack));
+      if (const std::string from = callers(document, stack, arrow); !from.empty())
+        where += arrow + from;
       out += fact_line(printable(where), options);
     }
   }
@@ -129,9 +130,9 @@ std::string top_table(const Document& document, const Snapshot& snapshot, std::s
       row(total.bytes, std::to_string(total.blocks), "(an empty stack)", "", "");
       continue;
     }
-    const Frame& innermost = document.frames[stack.front()];
-    row(total.bytes, std::to_string(total.blocks), printable(frame_label(innermost)),
-        printable(short_frame_label(innermost, ellipsis)), callers(document, stack, arrow));
+    const Frame& allocated_by = allocating(document, stack);
+    row(total.bytes, std::to_string(total.blocks), printable(frame_label(allocated_by)),
+        printable(short_frame_label(allocated_by, ellipsis)), callers(document, stack, arrow));
   }
   if (totals.size() > top)
     row(rest_bytes, std::to_string(rest_blocks),

@@ -178,17 +178,12 @@ const attribution::Snapshot* stack_snapshot(const attribution::Document& documen
   return chosen ? &document.snapshots[*chosen] : nullptr;
 }
 
-// What matches a stack across documents: each frame's function (or address) and file, innermost
-// first; the line is left out, so that an edit elsewhere in the file keeps the stack.
+// What matches a stack across documents: the library's stack identity (the frames the views show,
+// by function and file, lines left out; a Python program's stacks by their Python frames).
 std::string stack_key(const attribution::Document& document,
                       const std::optional<std::size_t>& stack) {
   if (!stack) return std::string("\x01no stack");
-  std::string key;
-  for (std::size_t frame : document.stacks[*stack]) {
-    const attribution::Frame& at = document.frames[frame];
-    key += attribution::frame_function(at) + '\x1f' + at.file.value_or("") + '\x1e';
-  }
-  return key;
+  return detail::attribution::stack_identity(document, document.stacks[*stack]);
 }
 
 std::vector<StackChange> match_stacks(const attribution::Document& before,
@@ -214,7 +209,7 @@ std::vector<StackChange> match_stacks(const attribution::Document& before,
         } else if (const auto& stack = document.stacks[*total.stack]; stack.empty()) {
           change.allocated_by = "(an empty stack)";
         } else {
-          change.allocated_by = attribution::frame_label(document.frames[stack.front()]);
+          change.allocated_by = attribution::frame_label(attribution::allocating(document, stack));
           change.called_from = attribution::callers(document, stack, " < ");
         }
       }
