@@ -11,6 +11,11 @@ target_compile_definitions(gpumem_cli_bench PRIVATE GPUMEM_SIM_DIR="${GPUMEM_SIM
 add_dependencies(gpumem_cli_bench gpumem_cli gpumem_inject gpumem_sim)
 gpumem_warnings(gpumem_cli_bench)
 
+# `gpumem report` and `gpumem diff` against a plain JSON parse of the same files
+# (bench/report_scaling.py drives both, the floor first).
+add_executable(gpumem_json_parse_floor ${CMAKE_CURRENT_LIST_DIR}/cli/json_parse_floor.cpp)
+gpumem_warnings(gpumem_json_parse_floor)
+
 # Reading a PyTorch memory snapshot of up to a million blocks: `gpumem attribution` against
 # Python's pickle.load of the same file, in the same run: `cmake --build <build> --target
 # bench_torch_snapshot`.

@@ -46,8 +46,10 @@ ROOMS = {
     # queries, which know nothing of peaks. An out-of-memory record names the other processes
     # (procfs).
     "peak": ["query", "attribution", "procfs"],  # the peak engine and its sources
-    # A record names its writer by pid, start time and pid namespace, as procfs reads them.
-    "publish": ["identity", "procfs"],  # the spool files the exporter reads
+    # A record names its writer by pid, start time and pid namespace, as procfs reads them; what
+    # it publishes is a trace's bytes (publish_trace takes the trace room's TraceBytes), so the
+    # publishing room stands on the trace room.
+    "publish": ["identity", "procfs", "trace"],  # the spool files the exporter reads
     "trace": ["peak", "query"],  # GPUMemTrace and its report
 }
 
@@ -76,6 +78,7 @@ SEAMS = {
     "attribution_frames.hpp": ["attribution"],  # the one frame policy of every view
     "torch_snapshot.hpp": ["attribution"],  # PyTorch's memory snapshots: reader, writer
     "byte_size.hpp": ["support"],
+    "checked_json.hpp": ["support"],  # the one checked-JSON reader under every file format
     "clock.hpp": ["support"],  # header-only: the support room's clocks
     "device_uuid.hpp": ["driver"],
     "diagnostics_log.hpp": ["support"],
@@ -114,7 +117,7 @@ TOOL_ENTRIES = {"usage": "usage.hpp", "serve": "serve_command.hpp"}
 DEBTS = {}
 
 SOURCE_SUFFIXES = {".cpp", ".hpp", ".h", ".inc"}
-INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+INCLUDE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)', re.MULTILINE)
 ABI = "driver/abi/"
 
 
@@ -136,8 +139,26 @@ def sources(folder):
     return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in SOURCE_SUFFIXES)
 
 
+# Where an angle-bracket include is looked for (the include paths the targets give): an include
+# written <run/monitor.hpp> is the project's header as much as "run/monitor.hpp" is.
+INCLUDE_ROOTS = ("src", "src/internal", "include")
+_ROOT = [None]  # the tree being checked, for resolving angle-bracket includes
+
+
 def includes(path):
-    return INCLUDE.findall(path.read_text(encoding="utf-8", errors="replace"))
+    """The project's headers `path` includes: every quoted include, and every angle-bracket one
+    that names a file of the tree (a system or package header, such as <vector> or
+    <nlohmann/json.hpp>, is not the project's)."""
+    found = []
+    for quoted, angled in INCLUDE.findall(path.read_text(encoding="utf-8", errors="replace")):
+        if quoted:
+            found.append(quoted)
+        elif _ROOT[0] is not None and (
+                angled in ("gpumem/version.hpp",)
+                or any((_ROOT[0] / base / angled).is_file() for base in INCLUDE_ROOTS)
+                or (path.parent / angled).is_file()):
+            found.append(angled)
+    return found
 
 
 def header_rooms(root):
@@ -170,6 +191,30 @@ def header_rooms(root):
     return rooms, problems
 
 
+def header_reach(root, headers):
+    """gpumem/… include name -> the rooms of every header it includes, however indirectly: a room
+    that includes a header uses what that header's own includes use."""
+    files = {}
+    for name in headers:
+        for base in ("include", "src/internal"):
+            if (root / base / name).is_file():
+                files[name] = root / base / name
+    direct = {name: [inner for inner in includes(path) if inner in headers]
+              for name, path in files.items()}
+    reach = {}
+    for name in headers:
+        seen, pending, used = {name}, list(direct.get(name, [])), set()
+        while pending:
+            inner = pending.pop()
+            if inner in seen:
+                continue
+            seen.add(inner)
+            used |= headers.get(inner, set())
+            pending.extend(direct.get(inner, []))
+        reach[name] = used
+    return reach
+
+
 def resolves(path, name, folder):
     """Whether `name`, included from `path`, is a file of `folder` (beside it or from the root)."""
     for candidate in (path.parent / name, folder / name):
@@ -183,6 +228,7 @@ def resolves(path, name, folder):
 
 def check_rooms(root, headers, problems):
     src = root / "src"
+    reach = header_reach(root, headers)
     rooms = sorted(p.name for p in src.iterdir() if p.is_dir() and p.name != "internal")
     for room in rooms:
         if room not in ROOMS:
@@ -210,6 +256,10 @@ def check_rooms(root, headers, problems):
                     elif room not in used and not used <= may:
                         problems.append(f"{where}: includes {name} (implemented by "
                                         f"{' and '.join(sorted(used))}): {room} may use {below}")
+                    elif not reach.get(name, set()) <= may:
+                        beyond = sorted(reach[name] - may)
+                        problems.append(f"{where}: includes {name}, which includes headers of "
+                                        f"{' and '.join(beyond)}: {room} may use {below}")
                 elif "/" not in name:
                     problems.append(f"{where}: includes {name}: name its room ({room}/{name})")
                 elif first in ROOMS and first not in may:
@@ -292,6 +342,7 @@ def check_sim(root, problems):
 
 
 def check(root):
+    _ROOT[0] = root
     headers, problems = header_rooms(root)
     check_rooms(root, headers, problems)
     debts_seen = set()
@@ -331,7 +382,7 @@ def self_test():
                    "python/src/b.hpp": ""}, 0),
         "upward": ({"src/driver/nvml.cpp": '#include "query/diagnostics_log.hpp"'}, 1),
         "ground floor": ({"src/support/log.cpp": '#include "driver/nvml.hpp"'}, 1),
-        "peers": ({"src/publish/spool.cpp": '#include "peak/channel.hpp"'}, 1),
+        "peers": ({"src/attribution/a.cpp": '#include "publish/spool.hpp"'}, 1),
         "relative": ({"src/query/memory.cpp": '#include "../trace/x.hpp"'}, 1),
         "unplaced room": ({"src/newroom/x.cpp": ""}, 1),
         "public includes src": ({"include/gpumem/peak.hpp": '#include "peak/channel.hpp"'}, 1),
@@ -341,9 +392,9 @@ def self_test():
                                             '#include "gpumem/memory.hpp"'}, 1),
         "upward through a seam": ({"src/driver/nvml.cpp":
                                    '#include "gpumem/internal/spool.hpp"'}, 1),
-        "sideways through a public header": ({"src/publish/p.cpp": '#include "gpumem/peak.hpp"'},
-                                             1),
-        "through a split header": ({"src/publish/p.cpp": '#include "gpumem/diagnostics.hpp"'}, 1),
+        "sideways through a public header": ({"src/attribution/a.cpp":
+                                              '#include "gpumem/peak.hpp"'}, 1),
+        "through a split header": ({"src/procfs/p.cpp": '#include "gpumem/diagnostics.hpp"'}, 1),
         "through the umbrella": ({"src/query/q.cpp": '#include "gpumem/gpumem.hpp"'}, 1),
         "no such gpumem header": ({"src/query/q.cpp": '#include "gpumem/internal/nope.hpp"'}, 1),
         "unplaced public header": ({"include/gpumem/new.hpp": ""}, 1),
@@ -366,6 +417,15 @@ def self_test():
         "sim includes the public API": ({"sim/cuda/api.cpp": '#include "gpumem/memory.hpp"'}, 1),
         "sim includes beyond the ABI": ({"sim/cuda/api.cpp": '#include "driver/cuda.hpp"',
                                          "src/driver/cuda.hpp": ""}, 1),
+        "upward through angle brackets": ({"src/driver/nvml.cpp": '#include <query/x.hpp>',
+                                           "src/query/x.hpp": ""}, 1),
+        "a room's private header in angle brackets": ({"src/peak/p.cpp": '#include <run/m.hpp>',
+                                                       "src/run/m.hpp": ""}, 1),
+        "a system header in angle brackets": ({"src/driver/nvml.cpp": '#include <vector>\n'
+                                               '#include <nlohmann/json.hpp>'}, 0),
+        "upward through a public header's own include": (
+            {"include/gpumem/allocate.hpp": '#include "gpumem/trace.hpp"',
+             "src/query/q.cpp": '#include "gpumem/allocate.hpp"'}, 1),
         "ABI includes the driver": ({"src/driver/abi/cuda.hpp": '#include "driver/cuda.hpp"'},
                                     1),
     }

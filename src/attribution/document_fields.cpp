@@ -7,20 +7,9 @@ constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
 
 }  // namespace
 
-std::string shown(const Json& value) {
-  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
-  return text.size() > 60 ? text.substr(0, 57) + "..." : text;
-}
-
 std::string one_of(const Object& object, const char* name,
                    std::initializer_list<const char*> allowed) {
-  const std::string value = object.text(name);
-  std::string names;
-  for (const char* candidate : allowed) {
-    if (value == candidate) return value;
-    names += std::string(names.empty() ? "" : ", ") + candidate;
-  }
-  object.fail(name, "expected one of " + names + ", found \"" + value + "\"");
+  return object.one_of(name, allowed);
 }
 
 Device read_device(const Object& object) {

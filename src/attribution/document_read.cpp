@@ -9,17 +9,12 @@
 #include <string_view>
 #include <vector>
 
+#include "attribution/document_fields.hpp"
 #include "gpumem/internal/attribution_document.hpp"
+#include "gpumem/internal/checked_json.hpp"
 #include "gpumem/internal/torch_snapshot.hpp"
 
 namespace gpumem::detail::attribution {
-namespace {
-
-// A million live blocks take about 150 MB of JSON; this leaves room for ten times as many.
-constexpr std::int64_t kMaxDocument = 2ll << 30;
-
-}  // namespace
-
 const Device* Document::device(int ordinal) const {
   for (const Device& entry : devices) {
     if (entry.ordinal == ordinal) return &entry;
@@ -33,26 +28,18 @@ std::optional<Document> parse_document(const std::string& content, const std::st
 }
 
 std::optional<Document> read_document(const std::string& path, std::string* error) {
-  auto fail = [&](const std::string& why) -> std::optional<Document> {
-    if (error != nullptr) *error = path + ": " + why;
-    return std::nullopt;
-  };
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) return fail(std::strerror(errno));
-  if (S_ISDIR(info.st_mode)) return fail("is a folder, not an attribution document");
-  if (!S_ISREG(info.st_mode)) return fail("not a regular file");
-  if (info.st_size > kMaxDocument) return fail("too large for an attribution document");
   std::ifstream file;
-  std::vector<char> buffer(1 << 16);
-  file.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-  file.open(path, std::ios::binary);
-  if (!file) return fail(std::strerror(errno));
+  const std::optional<std::uint64_t> size =
+      json::open_file(path, "an attribution document", fields::kCaps.file_bytes, file, error);
+  if (!size) return std::nullopt;
   // A PyTorch snapshot is read by its own reader (torch_snapshot_read.cpp).
   if (source_format(std::string(1, static_cast<char>(file.peek()))) == SourceFormat::torch_pickle)
     return read_torch_snapshot(path, error);
-  std::optional<Document> document =
-      stream_document(file, static_cast<std::uint64_t>(info.st_size), path, error);
-  if (file.bad()) return fail("cannot be read");
+  std::optional<Document> document = stream_document(file, *size, path, error);
+  if (document && file.bad()) {
+    if (error != nullptr) *error = path + ": cannot be read";
+    return std::nullopt;
+  }
   return document;
 }
 

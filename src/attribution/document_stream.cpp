@@ -7,11 +7,13 @@
 #include <vector>
 
 #include "attribution/document_fields.hpp"
+#include "gpumem/internal/checked_json.hpp"
 
 namespace gpumem::detail::attribution {
 namespace {
 
 using fields::BadField;
+namespace json = detail::json;
 using fields::Json;
 using fields::Object;
 using fields::Step;
@@ -42,7 +44,9 @@ struct Level {
 // read element by element is converted as soon as it is complete and taken out of the tree.
 class Reader final : public nlohmann::json_sax<Json> {
  public:
-  explicit Reader(const std::string& path) { document_.path = path; }
+  Reader(const std::string& path, const json::BoundedSource& source) : source_(source) {
+    document_.path = path;
+  }
 
   bool null() override { return scalar(nullptr); }
   bool boolean(bool value) override { return scalar(value); }
@@ -67,10 +71,10 @@ class Reader final : public nlohmann::json_sax<Json> {
     return true;
   }
 
-  bool parse_error(std::size_t position, const std::string& /*last_token*/,
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/,
                    const nlohmann::detail::exception& error) override {
     syntax_error_ = true;
-    syntax_position_ = position;
+    syntax_position_ = source_.position();
     // A number no type holds (1e999) is out_of_range, not a parse_error: said in words.
     if (dynamic_cast<const Json::parse_error*>(&error) == nullptr) syntax_what_ = error.what();
     return false;
@@ -83,15 +87,12 @@ class Reader final : public nlohmann::json_sax<Json> {
       return std::nullopt;
     };
     if (!error_.empty()) return fail(error_);
-    if (syntax_error_) {
-      if (!syntax_what_.empty()) return fail("not valid JSON: " + syntax_what_);
-      if (!any_value_ && syntax_position_ > size)
-        return fail("empty (still being written, or cut short?)");
-      const std::string where = "at byte " + std::to_string(syntax_position_);
-      return fail(syntax_position_ >= size
-                      ? "not valid JSON: it ends early " + where + " (cut short?)"
-                      : "not valid JSON " + where);
-    }
+    if (source_.overflowed())
+      return fail(where_now() + ": a string or number over " +
+                  json::size_words(fields::kCaps.token_bytes) + " (at byte " +
+                  std::to_string(source_.overflow_position()) + ")");
+    if (syntax_error_)
+      return fail(json::syntax_error(syntax_position_, size, any_value_, syntax_what_));
     if (!schema_checked_)
       return fail(std::string("not a gpumem attribution document (no \"schema\"; expected ") +
                   kSchema + ")");
@@ -324,6 +325,22 @@ class Reader final : public nlohmann::json_sax<Json> {
     return true;
   }
 
+  // The path of the container the parser is in, as an error names it.
+  std::string where_now() const {
+    std::string path;
+    for (std::size_t depth = 0; depth < levels_.size(); ++depth) {
+      const Level& level = levels_[depth];
+      if (level.value->is_array()) {  // an open element counted already, a scalar not yet
+        path +=
+            "[" + std::to_string(depth + 1 < levels_.size() ? level.count - 1 : level.count) + "]";
+      } else if (!level.key.empty()) {
+        path += (path.empty() ? "" : ".") + level.key;
+      }
+    }
+    return path.empty() ? "the document" : path;
+  }
+
+  const json::BoundedSource& source_;
   Document document_;
   Json root_;
   std::vector<Level> levels_;
@@ -346,12 +363,11 @@ class Reader final : public nlohmann::json_sax<Json> {
   std::string syntax_what_;
 };
 
-template <class Input>
-std::optional<Document> read(Input&& input, std::uint64_t size, const std::string& path,
-                             std::string* error) {
-  Reader reader(path);
+std::optional<Document> read(json::BoundedSource& source, std::uint64_t size,
+                             const std::string& path, std::string* error) {
+  Reader reader(path, source);
   try {
-    Json::sax_parse(std::forward<Input>(input), &reader);
+    Json::sax_parse(source.begin(), source.end(), &reader);
   } catch (const std::bad_alloc&) {
     if (error != nullptr) *error = path + ": too large to hold in memory";
     return std::nullopt;
@@ -368,12 +384,14 @@ std::optional<Document> read(Input&& input, std::uint64_t size, const std::strin
 
 std::optional<Document> stream_document(std::istream& input, std::uint64_t size,
                                         const std::string& path, std::string* error) {
-  return read(input, size, path, error);
+  json::BoundedSource source(input, fields::kCaps.token_bytes);
+  return read(source, size, path, error);
 }
 
 std::optional<Document> stream_document(std::string_view text, const std::string& path,
                                         std::string* error) {
-  return read(text, text.size(), path, error);
+  json::BoundedSource source(text, fields::kCaps.token_bytes);
+  return read(source, text.size(), path, error);
 }
 
 }  // namespace gpumem::detail::attribution

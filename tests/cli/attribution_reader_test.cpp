@@ -88,6 +88,27 @@ TEST(AttributionReader, BadFilesNameTheFileAndWhatIsWrong) {
   EXPECT_NE(error_of("{}").find("no \"schema\""), std::string::npos);
 }
 
+TEST(AttributionReader, WhitespaceIsFoldedAndALongStringRefusedWhereTheCapIsPassed) {
+  const std::string text = known_document().text();
+  // 4 MiB of whitespace between two fields: the same document, the position of an error after
+  // it that of the raw file.
+  std::string spaced = text;
+  const std::size_t at = spaced.find("\"frames\"");
+  spaced.insert(at, std::string(4 << 20, '\n'));
+  std::string error;
+  const auto document = attr::parse_document(spaced, "snap.json", &error);
+  ASSERT_TRUE(document) << error;
+  EXPECT_EQ(attr::document_json(*document),
+            attr::document_json(*attr::parse_document(text, "snap.json", &error)));
+  // A function name over the 1 MiB cap on one string, refused at the byte that passed it.
+  const std::size_t function = text.find("\"function\": \"") + 13;
+  std::string named = text;
+  named.insert(function, std::string(2 << 20, 'f'));
+  EXPECT_EQ(error_of(named),
+            "snap.json: frames[0].function: a string or number over 1 MiB (at byte " +
+                std::to_string(function + (1 << 20) + 1) + ")");
+}
+
 TEST(AttributionReader, FieldsOfTheWrongTypeOrMissingAreNamed) {
   {
     DocumentBuilder doc = known_document();

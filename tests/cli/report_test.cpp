@@ -200,6 +200,15 @@ class BadFiles : public ::testing::Test {
     huge.replace(huge.find("\"exit_code\": 0"), 14, "\"exit_code\": 1e999");
     write(folder_ + "/huge.json", huge);
     std::filesystem::create_directory(folder_ + "/folder.json");
+    // A field gpumem does not keep, over the reader's 1 MiB cap on one string: refused as soon
+    // as the cap is passed, not held whole.
+    nlohmann::json long_value = nlohmann::json::parse(text);
+    long_value["requested_mode"] = std::string(2 << 20, 'x');
+    write(folder_ + "/long_value.json", long_value.dump());
+    // 8 MiB of whitespace: read as the same run, the whitespace never held.
+    std::string spaced = text;
+    spaced.insert(spaced.find("\"devices\""), std::string(8 << 20, ' '));
+    write(folder_ + "/spaced.json", spaced);
   }
   std::string folder_;
   std::string good_;
@@ -221,6 +230,7 @@ TEST_F(BadFiles, EachIsNamedWithWhatIsWrongAndNothingIsReported) {
       {"array.json", "not a gpumem run file"},
       {"huge.json", "not valid JSON: "},  // a number no type holds
       {"folder.json", "is a folder"},
+      {"long_value.json", "requested_mode: a string or number over 1 MiB (at byte "},
   };
   for (const auto& c : cases) {
     const std::string bad = folder_ + "/" + c.file;
@@ -234,6 +244,12 @@ TEST_F(BadFiles, EachIsNamedWithWhatIsWrongAndNothingIsReported) {
     EXPECT_NE(result.err.find(c.message), std::string::npos) << c.file << ": " << result.err;
     EXPECT_FALSE(std::filesystem::exists(out)) << c.file;
   }
+}
+
+TEST_F(BadFiles, WhitespaceRunsAreReadWithoutBeingHeld) {
+  const CommandResult result = run_command({gpumem_binary(), "report", folder_ + "/spaced.json"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("job maximum: 10.0 MiB"), std::string::npos) << result.out;
 }
 
 TEST_F(BadFiles, SkipBadReportsTheRestAndNamesWhatItSkipped) {

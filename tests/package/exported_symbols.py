@@ -145,7 +145,8 @@ def implicit_member(base: str) -> bool:
 
 # The attribution document's model (gpumem/internal/attribution_document.hpp): its structs'
 # implicit members are emitted where they are used, so any of the seam's namespace is the seam.
-SEAM_NAMESPACES = ("gpumem::detail::attribution::",)
+# Likewise the one checked-JSON reader under every format (gpumem/internal/checked_json.hpp).
+SEAM_NAMESPACES = ("gpumem::detail::attribution::", "gpumem::detail::json::")
 # Mangled names of entities of namespace std (`St`) and __gnu_cxx, functions and members, const
 # or not: _ZSt…, _ZNSt…, _ZNKSt…, _ZN9__gnu_cxx…, _ZNK9__gnu_cxx…
 STANDARD_PREFIXES = ("_ZSt", "_ZNSt", "_ZNKSt", "_ZN9__gnu_cxx", "_ZNK9__gnu_cxx")

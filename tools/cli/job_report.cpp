@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 namespace gpumem::cli {
 namespace {
@@ -116,7 +117,7 @@ std::string rank_label(const std::optional<int>& rank, const std::optional<int>&
 JobReport combine_runs(const std::vector<RunFile>& runs) {
   JobReport report;
   std::vector<std::string> modes;
-  std::map<std::string, std::size_t> device_index;
+  std::unordered_map<std::string, std::size_t> device_index;
   std::vector<std::vector<Usage>> usages;  // per device
   for (const RunFile& run : runs) {
     const std::string node = node_of(run);
@@ -185,33 +186,34 @@ JobReport combine_runs(const std::vector<RunFile>& runs) {
       report.maximum = index;
   }
 
-  // Nodes in the order their first file was given.
+  // Nodes in the order their first file was given; each input, rank and device counted on its
+  // node through one index (linear in the files: a job of 10k nodes is 10k files).
+  std::unordered_map<std::string, std::size_t> node_index;
+  std::vector<std::vector<std::string>> node_modes;
   for (const JobInput& input : report.inputs) {
-    auto node = std::find_if(report.nodes.begin(), report.nodes.end(),
-                             [&](const JobNode& known) { return known.name == input.node; });
-    if (node == report.nodes.end()) {
+    auto [at, added] = node_index.emplace(input.node, report.nodes.size());
+    if (added) {
       report.nodes.push_back({input.node, 0, 0, 0, {}, 0, std::nullopt});
-      node = report.nodes.end() - 1;
+      node_modes.emplace_back();
     }
-    ++node->runs;
+    ++report.nodes[at->second].runs;
+    node_modes[at->second].push_back(input.mode);
   }
-  for (JobNode& node : report.nodes) {
-    std::vector<std::string> node_modes;
-    for (const JobInput& input : report.inputs) {
-      if (input.node == node.name) node_modes.push_back(input.mode);
-    }
-    node.mode = combined_mode(node_modes);
-    node.ranks =
-        static_cast<int>(std::count_if(report.ranks.begin(), report.ranks.end(),
-                                       [&](const JobRank& r) { return r.node == node.name; }));
-    for (std::size_t index = 0; index < report.devices.size(); ++index) {
-      const JobDevice& device = report.devices[index];
-      if (device.node != node.name || device.peak_bytes == 0) continue;
-      ++node.devices_used;
-      if (!node.peak_device || node.peak_bytes < device.peak_bytes) {
-        node.peak_bytes = device.peak_bytes;
-        node.peak_device = index;
-      }
+  for (std::size_t index = 0; index < report.nodes.size(); ++index)
+    report.nodes[index].mode = combined_mode(node_modes[index]);
+  for (const JobRank& rank : report.ranks) {
+    if (const auto node = node_index.find(rank.node); node != node_index.end())
+      ++report.nodes[node->second].ranks;
+  }
+  for (std::size_t index = 0; index < report.devices.size(); ++index) {
+    const JobDevice& device = report.devices[index];
+    const auto found = node_index.find(device.node);
+    if (found == node_index.end() || device.peak_bytes == 0) continue;
+    JobNode& node = report.nodes[found->second];
+    ++node.devices_used;
+    if (!node.peak_device || node.peak_bytes < device.peak_bytes) {
+      node.peak_bytes = device.peak_bytes;
+      node.peak_device = index;
     }
   }
   return report;

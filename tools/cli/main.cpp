@@ -1,7 +1,9 @@
 // The gpumem command: list and watch GPUs, measure a command's GPU memory, serve metrics.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -67,6 +69,11 @@ int main(int argc, char** argv) {
     return app.exit(version);
   } catch (const CLI::ParseError& error) {
     return gpumem::cli::report_usage_error(app, error);
+  } catch (const std::bad_alloc&) {
+    // Out of memory in a command (an input larger than the memory it may use, under ulimit -v):
+    // one line and status 1, never an abort. The readers say which file first when it is theirs.
+    std::fputs("gpumem: out of memory\n", stderr);
+    return 1;
   }
   return exit_code;
 }

@@ -2,6 +2,7 @@
 // had ranks), coloured by node, the job's maximum in red and marked by a dashed line.
 #include <algorithm>
 #include <cstdio>
+#include <unordered_map>
 
 #include "format.hpp"
 #include "report_output.hpp"
@@ -74,8 +75,8 @@ std::vector<Bar> bars_of(const JobReport& report) {
 
 std::string report_svg(const JobReport& report) {
   const std::vector<Bar> bars = bars_of(report);
-  std::vector<std::string> nodes;
-  for (const JobNode& node : report.nodes) nodes.push_back(node.name);
+  std::unordered_map<std::string, std::size_t> nodes;  // each node's place, for its colour
+  for (const JobNode& node : report.nodes) nodes.emplace(node.name, nodes.size());
   const std::int64_t maximum = report.maximum ? report.devices[*report.maximum].peak_bytes : 0;
   std::int64_t highest = maximum;
   for (const Bar& bar : bars) highest = std::max(highest, bar.bytes);
@@ -128,8 +129,8 @@ std::string report_svg(const JobReport& report) {
   for (std::size_t index = 0; index < bars.size(); ++index) {
     const Bar& bar = bars[index];
     const double y = kTop + static_cast<double>(index) * (kBar + kGap);
-    const auto node = std::find(nodes.begin(), nodes.end(), bar.node);
-    const std::size_t colour = static_cast<std::size_t>(node - nodes.begin()) %
+    const auto node = nodes.find(bar.node);
+    const std::size_t colour = (node == nodes.end() ? nodes.size() : node->second) %
                                (sizeof kNodeColours / sizeof kNodeColours[0]);
     const std::string fill = bar.maximum ? kMaximumColour : kNodeColours[colour];
     out += "<text x=\"" + svg_number(kLeft - 8) + "\" y=\"" + svg_number(y + kBar * 0.7) +

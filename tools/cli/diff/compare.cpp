@@ -2,8 +2,11 @@
 // stacks by their frames' functions and files; each change sorted by growth.
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <set>
+#include <unordered_map>
+#include <utility>
 
 #include "attribution/stacks.hpp"
 #include "diff/diff.hpp"
@@ -38,26 +41,35 @@ std::vector<DeviceChange> match_devices(const Diff& diff, const Input& before, c
   std::vector<std::size_t> partner(after.devices.size(), none);
   std::vector<std::string> how(after.devices.size());
   std::vector<bool> taken(before.devices.size(), false);
+  // Each side's devices by UUID and by node and ordinal, in their order: each match is the first
+  // device not taken yet, found through a hash (linear in the devices, however many).
+  std::unordered_map<std::string, std::deque<std::size_t>> by_uuid;
+  std::map<std::pair<std::string, int>, std::deque<std::size_t>> by_ordinal;
+  for (std::size_t a = 0; a < before.devices.size(); ++a) {
+    if (!before.devices[a].uuid.empty()) by_uuid[before.devices[a].uuid].push_back(a);
+    by_ordinal[{before.devices[a].node, before.devices[a].ordinal}].push_back(a);
+  }
+  auto take = [&](std::deque<std::size_t>& queue) {
+    while (!queue.empty() && taken[queue.front()]) queue.pop_front();
+    if (queue.empty()) return none;
+    const std::size_t a = queue.front();
+    queue.pop_front();
+    taken[a] = true;
+    return a;
+  };
   // First by UUID: the same physical GPU, whatever its ordinal in either run.
   for (std::size_t b = 0; b < after.devices.size(); ++b) {
     if (after.devices[b].uuid.empty()) continue;
-    for (std::size_t a = 0; a < before.devices.size(); ++a) {
-      if (!taken[a] && before.devices[a].uuid == after.devices[b].uuid) {
-        partner[b] = a, how[b] = "uuid", taken[a] = true;
-        break;
-      }
-    }
+    const auto found = by_uuid.find(after.devices[b].uuid);
+    if (found == by_uuid.end()) continue;
+    if ((partner[b] = take(found->second)) != none) how[b] = "uuid";
   }
   // Then by ordinal (on the same node): the same work on another machine.
   for (std::size_t b = 0; b < after.devices.size(); ++b) {
     if (partner[b] != none) continue;
-    for (std::size_t a = 0; a < before.devices.size(); ++a) {
-      if (!taken[a] && before.devices[a].ordinal == after.devices[b].ordinal &&
-          before.devices[a].node == after.devices[b].node) {
-        partner[b] = a, how[b] = "ordinal", taken[a] = true;
-        break;
-      }
-    }
+    const auto found = by_ordinal.find({after.devices[b].node, after.devices[b].ordinal});
+    if (found == by_ordinal.end()) continue;
+    if ((partner[b] = take(found->second)) != none) how[b] = "ordinal";
   }
   std::vector<DeviceChange> changes;
   const std::string a_name = file_name(diff.before_path), b_name = file_name(diff.after_path);
@@ -112,7 +124,7 @@ std::string rank_key(const RankPeak& rank) {
 
 std::vector<RankChange> match_ranks(const Diff& diff, const Input& before, const Input& after,
                                     std::vector<std::string>& notes) {
-  std::map<std::string, RankChange> by_key;
+  std::unordered_map<std::string, RankChange> by_key;
   std::vector<std::string> order;
   auto add = [&](const RankPeak& rank, bool is_after) {
     const std::string key = rank_key(rank);

@@ -1,15 +1,12 @@
 // Which format an input is (its "schema", read from the stream up to that field and no further)
 // and the peaks it holds, read through that format's one reader.
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "attribution/document.hpp"
 #include "diff/diff.hpp"
+#include "gpumem/internal/checked_json.hpp"
 #include "gpumem/internal/torch_snapshot.hpp"
 #include "report_file.hpp"
 #include "run_file.hpp"
@@ -105,13 +102,12 @@ std::optional<Input> read_input(const std::string& path, std::string* error) {
     if (error != nullptr) *error = path + ": " + why;
     return std::nullopt;
   };
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) return fail(std::strerror(errno));
-  if (S_ISDIR(info.st_mode)) return fail("is a folder, not a file");
-  if (!S_ISREG(info.st_mode)) return fail("not a regular file");
-  if (info.st_size == 0) return fail("empty (a run still writing it, or cut short?)");
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream) return fail(std::strerror(errno));
+  std::ifstream stream;
+  // The largest format's cap (an attribution document's): each reader then applies its own.
+  const std::optional<std::uint64_t> size =
+      detail::json::open_file(path, "a file", 2ull << 30, stream, error);
+  if (!size) return std::nullopt;
+  if (*size == 0) return fail("empty (a run still writing it, or cut short?)");
   namespace model = gpumem::detail::attribution;
   if (model::source_format(std::string(1, static_cast<char>(stream.peek()))) ==
       model::SourceFormat::torch_pickle) {
@@ -124,8 +120,15 @@ std::optional<Input> read_input(const std::string& path, std::string* error) {
     input.devices = attribution_peaks(*input.attribution);
     return input;
   }
+  // Through the checked reader's source: whitespace folded, a string over 1 MiB refused, so that
+  // what comes before "schema" is never held whole.
+  detail::json::BoundedSource source(stream, 1u << 20);
   SchemaSniffer sniffer;
-  nlohmann::json::sax_parse(stream, &sniffer);
+  nlohmann::json::sax_parse(source.begin(), source.end(), &sniffer);
+  if (source.overflowed() && !sniffer.schema)
+    return fail("a string or number over 1 MiB before \"schema\" (at byte " +
+                std::to_string(source.overflow_position()) + "): not a gpumem document (" +
+                kWhatDiffReads + ")");
   if (sniffer.invalid && !sniffer.schema) return fail(std::string("not JSON: ") + kWhatDiffReads);
   if (!sniffer.root_object || !sniffer.schema)
     return fail(std::string("no \"schema\": not a gpumem document (") + kWhatDiffReads + ")");
