@@ -29,3 +29,13 @@ add_custom_target(bench_torch_snapshot
   USES_TERMINAL
   VERBATIM)
 add_dependencies(bench_torch_snapshot gpumem_cli)
+
+# `gpumem run`'s monitor: CPU per tick at 1, 32 and 128 idle processes against the same run with
+# none, in the same run (docs/peaks.md): `cmake --build <build> --target bench_run_monitor_ticks`.
+add_custom_target(bench_run_monitor_ticks
+  COMMAND ${_torch_bench_python} ${CMAKE_CURRENT_LIST_DIR}/run_monitor_ticks.py
+          --gpumem $<TARGET_FILE:gpumem_cli> --sim-tool $<TARGET_FILE:gpumem_sim_tool>
+          --sim-dir ${GPUMEM_SIM_DIR}
+  USES_TERMINAL
+  VERBATIM)
+add_dependencies(bench_run_monitor_ticks gpumem_cli gpumem_inject gpumem_sim_tool)

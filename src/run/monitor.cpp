@@ -30,6 +30,11 @@ constexpr std::int64_t kMinDrainPeriodNs = 2'000'000;
 constexpr std::int64_t kQuietWaitNs = 200'000'000;
 // More than any device holds: a ledger beyond it was forged or torn.
 constexpr std::int64_t kMostBytes = std::int64_t{1} << 50;
+// While nothing a sample can read without NVML's process list changes, the list is still read
+// this often: a change no process traced and the device's used memory did not show (two
+// processes' contexts moving by the same bytes between two ticks, in opposite directions) is
+// seen within it, and dead processes that held nothing give their slots back within it.
+constexpr std::int64_t kFullSampleEveryNs = 1'000'000'000;
 
 }  // namespace
 
@@ -59,6 +64,9 @@ RunMonitor::RunMonitor(std::vector<DeviceInfo> devices, run::RunCounters* counte
   steps_.assign(devices_.size(), StepCoalescer());
   summed_contexts_.resize(devices_.size());
   summed_slots_.resize(devices_.size());
+  listed_rows_.resize(devices_.size());
+  listed_tree_sum_.assign(devices_.size(), 0);
+  quiet_seen_ns_.assign(devices_.size(), 0);
   // Before the command starts: its processes read it once, when they attach.
   if (counters_ != nullptr) {
     counters_->timeline = keep_timeline_ ? 1 : 0;
@@ -611,20 +619,104 @@ std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> RunMonitor::confirm_
   return held;
 }
 
+RunMonitor::Fingerprint RunMonitor::fingerprint(std::vector<std::optional<std::int64_t>>& used) {
+  Fingerprint print;
+  used.clear();
+  for (std::size_t index = 0; index < devices_.size(); ++index) {
+    const auto bytes = gpu_mem_get_used_bytes_fast(devices_[index].handle);
+    used.push_back(bytes ? std::optional<std::int64_t>(static_cast<std::int64_t>(*bytes))
+                         : std::nullopt);
+    print.words.push_back(used.back().value_or(-1));
+    if (counters_ == nullptr) continue;
+    const int slot = device_slot(index);
+    print.words.push_back(slot);
+    if (slot < 0) continue;
+    print.words.push_back(counters_->devices[slot].peak.load(std::memory_order_relaxed));
+    print.words.push_back(counters_->devices[slot].current.load(std::memory_order_relaxed));
+  }
+  if (counters_ == nullptr) return print;
+  print.words.push_back(counters_->record_count.load(std::memory_order_acquire));
+  print.words.push_back((std::int64_t{counters_->magic} << 32) | counters_->version);
+  const std::size_t used_slots = run::process_slots_used(*counters_);
+  print.words.push_back(static_cast<std::int64_t>(used_slots));
+  for (std::size_t index = 0; index < used_slots; ++index) {
+    const run::ProcessSlot& slot = counters_->processes[index];
+    print.words.push_back(slot.pid.load(std::memory_order_acquire));
+    print.words.push_back(
+        static_cast<std::int64_t>(slot.pid_namespace.load(std::memory_order_acquire)));
+    print.words.push_back(static_cast<std::int64_t>(slot.calls.load(std::memory_order_acquire)));
+    print.words.push_back(slot.claimed_ns.load(std::memory_order_relaxed));
+  }
+  return print;
+}
+
+void RunMonitor::quiet_sample(const std::vector<std::optional<std::int64_t>>& used) {
+  drain_events(false);
+  const double time_s = now_s();
+  const std::int64_t now_ns = monotonic_ns();
+  for (std::size_t index = 0; index < devices_.size(); ++index) {
+    DeviceTrack& track = devices_[index];
+    const int ordinal = track.info.device;
+    if (used[index]) {
+      track.device_end = *used[index];
+      if (track.device_end > track.device_peak) {
+        track.device_peak = track.device_end;
+        track.device_peak_time_s = time_s;
+      }
+      if (keep_timeline_)
+        timeline_.push_back({time_s, ordinal, Series::device, 0, track.device_end});
+    }
+    if (keep_timeline_) {
+      for (const auto& [pid, bytes] : listed_rows_[index])
+        timeline_.push_back({time_s, ordinal, Series::process, pid, bytes});
+      timeline_.push_back({time_s, ordinal, Series::tree, 0, listed_tree_sum_[index]});
+      if (const int slot = device_slot(index); slot >= 0 && ring_reader_.lost > 0)
+        timeline_.push_back({time_s, ordinal, Series::exact, 0,
+                             counters_->devices[slot].current.load(std::memory_order_relaxed)});
+    }
+    quiet_seen_ns_[index] = now_ns;
+  }
+}
+
 void RunMonitor::sample(bool final) {
   ++samples_;
+  // Nothing changed since the last full sample, which left nothing unsettled: the figures NVML's
+  // list would give are the ones it gave then.
+  std::vector<std::optional<std::int64_t>> used;
+  const std::int64_t print_ns = monotonic_ns();
+  Fingerprint print = fingerprint(used);
+  if (!final && settled_ && print == full_fingerprint_ &&
+      print_ns - full_ns_ < kFullSampleEveryNs) {
+    quiet_sample(used);
+    return;
+  }
+  bool settled = counters_ != nullptr && counters_fault_.empty();
   if (counters_ != nullptr) {
     read_attachments();
     give_back_dead_processes();
     drain_events(final);
+    // Every attach record read: none is being written.
+    settled = settled && unfinished_records_.empty() &&
+              records_read_ >= std::min(counters_->record_count.load(std::memory_order_acquire),
+                                        run::kMaxRecords);
   }
   const double time_s = now_s();
   for (std::size_t index = 0; index < devices_.size(); ++index) {
     DeviceTrack& track = devices_[index];
     const int ordinal = track.info.device;
     const int slot = counters_ != nullptr ? device_slot(index) : -1;
-    if (const auto used = gpu_mem_get_used_bytes_fast(track.handle)) {
-      track.device_end = static_cast<std::int64_t>(*used);
+    // The processes summed at the last full sample were there at every quiet one since.
+    if (quiet_seen_ns_[index] != 0) {
+      for (const auto& [key, context] : summed_contexts_[index]) {
+        if (const auto lifetime = lifetimes_.find(key); lifetime != lifetimes_.end())
+          lifetime->second.last_seen_ns =
+              std::max(lifetime->second.last_seen_ns, quiet_seen_ns_[index]);
+      }
+      quiet_seen_ns_[index] = 0;
+    }
+    listed_rows_[index].clear();
+    if (used[index]) {
+      track.device_end = *used[index];
       if (track.device_end > track.device_peak) {
         track.device_peak = track.device_end;
         track.device_peak_time_s = time_s;
@@ -656,24 +748,31 @@ void RunMonitor::sample(bool final) {
     const auto read = detail::device_process_list(ordinal);
     const std::vector<ProcessMemory> listed = read.value_or(std::vector<ProcessMemory>{});
     if (read) holders_.add(ordinal, monotonic_ns(), listed);
+    if (!read) settled = false;
     const std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> held =
         counters_ != nullptr ? confirm_slots(slots)
                              : std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash>{};
     pids_->observe(listed, held);
+    if (!pids_->settled()) settled = false;
     for (const ProcessMemory& process : listed) {
       const std::optional<Member> member = pids_->member(process.pid);
       if (!member && !pids_->maybe_member(process.pid)) continue;
       // No figure (MIG without privileges): an unmatched pid still says the processes cannot
       // all be told apart.
-      if (!process.used_bytes && member) continue;
+      if (!process.used_bytes && member) {
+        settled = false;
+        continue;
+      }
       const auto bytes = static_cast<std::int64_t>(process.used_bytes.value_or(0));
       if (!member) {
+        settled = false;
         unmapped_sum += bytes;
       } else {
         tree_sum += bytes;
       }
       if (!member || counters_ == nullptr) {
       } else if (!counted_exactly(member->key)) {
+        settled = false;
         escaped_sum += bytes;
       } else {
         const auto reading = held.find(member->key);
@@ -700,9 +799,14 @@ void RunMonitor::sample(bool final) {
         } else if (reading != held.end()) {
           unestimated.emplace_back(member->key, slots.at(member->key).claimed_ns);
         }
+        if (reading == held.end() || !reading->second.quiet ||
+            !contexts_[member->key].contains(ordinal))
+          settled = false;
       }
-      if (keep_timeline_)
+      if (keep_timeline_) {
         timeline_.push_back({time_s, ordinal, Series::process, process.pid, bytes});
+        listed_rows_[index].emplace_back(process.pid, bytes);
+      }
       auto known = std::find_if(process_peaks_.begin(), process_peaks_.end(), [&](const auto& p) {
         return p.pid == process.pid && p.device == ordinal;
       });
@@ -748,6 +852,7 @@ void RunMonitor::sample(bool final) {
     }
     summed_contexts_[index] = std::move(summed);
     track.unmapped_peak = std::max(track.unmapped_peak, unmapped_sum);
+    listed_tree_sum_[index] = tree_sum;
     if (keep_timeline_) timeline_.push_back({time_s, ordinal, Series::tree, 0, tree_sum});
     if (tree_sum > track.tree_peak) {
       track.tree_peak = tree_sum;
@@ -758,7 +863,10 @@ void RunMonitor::sample(bool final) {
       const run::DeviceCounters* exact = slot >= 0 ? &counters_->devices[slot] : nullptr;
       std::int64_t peak = exact ? exact->peak.load(std::memory_order_relaxed) : 0;
       std::int64_t current = exact ? exact->current.load(std::memory_order_relaxed) : 0;
-      // The file is the command's to write: a level no device can hold is named and ignored.
+      // The file is the command's to write: a rewritten header is named first (it is the cause
+      // of what else was rewritten with it), a level no device can hold is named and ignored.
+      if (counters_->magic != run::kCountersMagic || counters_->version != run::kCountersVersion)
+        note_fault("the counters were overwritten by a process of the command");
       if (!plausible(track, peak) || !plausible(track, current)) {
         note_fault("GPU " + std::to_string(ordinal) + "'s level in the counters (peak " +
                    std::to_string(peak) + " B, now " + std::to_string(current) +
@@ -766,8 +874,6 @@ void RunMonitor::sample(bool final) {
         peak = track.exact_peak;
         current = 0;
       }
-      if (counters_->magic != run::kCountersMagic || counters_->version != run::kCountersVersion)
-        note_fault("the counters were overwritten by a process of the command");
       const bool rose = peak > track.exact_peak;
       if (rose) {
         const double peak_time_s = std::clamp(
@@ -860,9 +966,13 @@ void RunMonitor::sample(bool final) {
         track.mixed_peak = current + context_sum + escaped_sum;
         track.mixed_peak_time_s = time_s;
       }
+      if (!track.pending.awaiting.empty()) settled = false;
     }
   }
   ranks_.end_sample(time_s);
+  full_fingerprint_ = std::move(print);
+  full_ns_ = print_ns;
+  settled_ = settled && counters_fault_.empty();
 }
 
 }  // namespace gpumem::run

@@ -89,6 +89,18 @@ class RunMonitor {
   void loop(double interval_s);
   // `final`: the last one, after the command and its descendants are gone.
   void sample(bool final = false);
+  // What a sample's figures depend on that can be read without NVML's process list: per track
+  // the device's used memory and the counters' level, and every used process slot's owner and
+  // `calls` word (its generation: bumped at each traced call's ENTER and EXIT). Equal to the
+  // last full sample's, none of the figures NVML's list gives has changed (docs/peaks.md).
+  struct Fingerprint {
+    std::vector<std::int64_t> words;
+    bool operator==(const Fingerprint&) const = default;
+  };
+  Fingerprint fingerprint(std::vector<std::optional<std::int64_t>>& used);
+  // A tick at which nothing changed since the last full sample: the device's used memory and,
+  // with a timeline, the last full sample's rows again; no process list, no slot scan.
+  void quiet_sample(const std::vector<std::optional<std::int64_t>>& used);
   void give_back_dead_processes();
   // The readings the measured processes asked for (reading_request.cpp), each taken while none
   // of the asking process's calls is in flight; `seen` is the doorbell they rang.
@@ -184,6 +196,18 @@ class RunMonitor {
   std::unordered_map<ProcessKey, Asked, ProcessKeyHash> asked_;
   std::unordered_map<ProcessKey, std::string, ProcessKeyHash> unknown_contexts_;
   std::string counters_fault_;
+  // The last full sample: its fingerprint, when it was taken, and whether everything it listed
+  // was settled (every process of the command on the list counted exactly, read quietly, with
+  // its context known; no unmatched pid; no peak awaiting a context): only then may the next
+  // ticks skip NVML's list while their fingerprint stays the same.
+  Fingerprint full_fingerprint_;
+  std::int64_t full_ns_ = 0;
+  bool settled_ = false;
+  // Per track: the last full sample's process rows and tree sum (repeated by quiet samples with
+  // a timeline), and the last quiet sample's time (when its processes were last seen).
+  std::vector<std::vector<std::pair<unsigned, std::int64_t>>> listed_rows_;
+  std::vector<std::int64_t> listed_tree_sum_;
+  std::vector<std::int64_t> quiet_seen_ns_;
   // When the process that held `then`'s slot gave it back, if the slot says so still.
   std::optional<std::int64_t> released_ns(const SlotReading& then) const;
 };

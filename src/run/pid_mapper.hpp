@@ -59,6 +59,10 @@ class PidMapper {
   // Whether an NVML pid that is not a member may still be the command's: when NVML's pids are
   // another namespace's, any pid that appeared on a GPU after the command started.
   bool maybe_member(unsigned nvml_pid) const;
+  // Whether observing the same list again would teach it nothing: no listed pid missing here
+  // awaiting its next sighting (which would say NVML's pids are another namespace's), no process
+  // awaiting its match.
+  bool settled() const { return (foreign_ || absent_streak_.empty()) && candidates_.empty(); }
   // Whether the process a counters slot names still runs.
   bool alive(const ProcessKey& key);
 
