@@ -37,6 +37,13 @@ void HolderHistory::add(int device, std::int64_t time_ns,
   readings.push_back({time_ns, time_ns, std::move(list)});
 }
 
+void HolderHistory::still(int device, std::int64_t time_ns) {
+  const auto found = devices_.find(device);
+  if (found == devices_.end() || found->second.empty()) return;
+  HolderReading& newest = found->second.back();
+  newest.last_ns = std::max(newest.last_ns, time_ns);
+}
+
 std::optional<HoldersAt> HolderHistory::at(int device, std::int64_t time_ns) const {
   const auto found = devices_.find(device);
   if (found == devices_.end() || found->second.empty()) return std::nullopt;

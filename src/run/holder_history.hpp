@@ -35,6 +35,10 @@ class HolderHistory {
 
   // A list read on `device` (a CUDA ordinal) at `time_ns`; times must not go back.
   void add(int device, std::int64_t time_ns, const std::vector<ProcessMemory>& listed);
+  // The newest list of `device` still stood at `time_ns` (a tick that found nothing changed
+  // since it was read, docs/peaks.md): it extends that reading, as the same list read again
+  // would; nothing when `device` was never read.
+  void still(int device, std::int64_t time_ns);
   // The newest reading at or before `time_ns`, else the first after it; nullopt when `device`
   // was never read.
   std::optional<HoldersAt> at(int device, std::int64_t time_ns) const;

@@ -675,6 +675,7 @@ void RunMonitor::quiet_sample(const std::vector<std::optional<std::int64_t>>& us
                              counters_->devices[slot].current.load(std::memory_order_relaxed)});
     }
     quiet_seen_ns_[index] = now_ns;
+    holders_.still(ordinal, now_ns);
   }
 }
 

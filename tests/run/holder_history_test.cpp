@@ -30,6 +30,29 @@ TEST(HolderHistory, AnUnchangedListExtendsTheReadingBeforeIt) {
   EXPECT_EQ(at->reading->listed[1].used_bytes, 200u);
 }
 
+// A quiet tick of the monitor reads no list: the newest one stood until then, and a failure
+// at that moment is told so with no age.
+TEST(HolderHistory, AListThatStillStandsExtendsTheNewestReadingOnly) {
+  HolderHistory history;
+  history.still(0, 5 * kMs);  // never read: nothing to extend
+  EXPECT_EQ(history.readings(0), 0u);
+  history.add(0, 10 * kMs, list({{7, 100}}));
+  history.add(0, 20 * kMs, list({{7, 300}}));
+  history.still(0, 40 * kMs);
+  ASSERT_EQ(history.readings(0), 2u);
+  const auto at = history.at(0, 35 * kMs);
+  ASSERT_TRUE(at);
+  EXPECT_EQ(at->reading->listed[0].used_bytes, 300u);
+  EXPECT_EQ(at->reading->first_ns, 20 * kMs);
+  EXPECT_EQ(at->reading->last_ns, 40 * kMs);
+  EXPECT_EQ(at->age_s, 0.0);
+  const auto older = history.at(0, 15 * kMs);
+  ASSERT_TRUE(older);
+  EXPECT_EQ(older->reading->last_ns, 10 * kMs);  // the reading before is left as it was
+  history.still(0, 30 * kMs);                    // times do not go back
+  EXPECT_EQ(history.at(0, 35 * kMs)->reading->last_ns, 40 * kMs);
+}
+
 TEST(HolderHistory, AMomentGetsTheNewestListBeforeItElseTheFirstAfter) {
   HolderHistory history;
   history.add(0, 10 * kMs, list({{7, 100}}));
