@@ -176,7 +176,9 @@ void RunMonitor::loop(double interval_s) {
     if (counters_ != nullptr) {
       // Loaded before the requests are read: a request made after this rings a bell not yet seen.
       const std::uint32_t seen = counters_->doorbell.load(std::memory_order_seq_cst);
-      if (seen != doorbell_answered_) answer_requests(seen);
+      // Once the counters were found rewritten, the bell may have been rewound to the value last
+      // answered: each wake then looks at every slot for a request, so none waits out its 2 s.
+      if (seen != doorbell_answered_ || !counters_fault_.empty()) answer_requests(seen);
     }
     if (std::chrono::steady_clock::now() >= next) {
       sample();
