@@ -44,11 +44,23 @@ bool RunMonitor::plausible(const DeviceTrack& track, std::int64_t bytes) {
   return bytes >= 0 && bytes <= (total > 0 ? total : kMostBytes);
 }
 
-void RunMonitor::note_fault(const std::string& fault) {
-  if (counters_fault_.empty()) counters_fault_ = fault;
+namespace {
+
+constexpr const char* kRewritten = "the counters were overwritten by a process of the command";
+
+bool header_rewritten(const run::RunCounters* counters) {
+  return counters != nullptr &&
+         (counters->magic != run::kCountersMagic || counters->version != run::kCountersVersion);
 }
 
-namespace {}  // namespace
+}  // namespace
+
+void RunMonitor::note_fault(const std::string& fault) {
+  if (!counters_fault_.empty()) return;
+  // A rewritten header is the cause of what else was rewritten with it (a ledger that then goes
+  // below zero, a level): it is named whichever of its effects is read first.
+  counters_fault_ = header_rewritten(counters_) ? kRewritten : fault;
+}
 
 RunMonitor::RunMonitor(std::vector<DeviceInfo> devices, run::RunCounters* counters,
                        bool keep_timeline)
@@ -868,8 +880,7 @@ void RunMonitor::sample(bool final) {
       std::int64_t current = exact ? exact->current.load(std::memory_order_relaxed) : 0;
       // The file is the command's to write: a rewritten header is named first (it is the cause
       // of what else was rewritten with it), a level no device can hold is named and ignored.
-      if (counters_->magic != run::kCountersMagic || counters_->version != run::kCountersVersion)
-        note_fault("the counters were overwritten by a process of the command");
+      if (header_rewritten(counters_)) note_fault(kRewritten);
       if (!plausible(track, peak) || !plausible(track, current)) {
         note_fault("GPU " + std::to_string(ordinal) + "'s level in the counters (peak " +
                    std::to_string(peak) + " B, now " + std::to_string(current) +

@@ -20,9 +20,11 @@ std::string fact_line(const std::string& text, const TextOptions& options) {
   return options.width ? wrap_line(text, *options.width, "  ") : text + "\n";
 }
 
-// When NVML's list of the other processes was read, against the failure.
+// When NVML's list of the other processes was read, against the failure: within the half
+// millisecond that the figure is shown to, it was read at the failure (the failing process's own
+// reading or the monitor's, whichever came first, say the same).
 std::string when_listed(double age_s) {
-  if (age_s == 0) return "at the failure";
+  if (std::abs(age_s) < 0.0005) return "at the failure";
   return format_seconds(std::abs(age_s)) +
          (age_s > 0 ? " before the failure" : " after the failure");
 }
