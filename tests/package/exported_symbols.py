@@ -99,6 +99,7 @@ SEAMS = {
     "gpumem::run::command_peak",
     "gpumem::run::command_peak_time",
     "gpumem::run::device_rise",
+    "gpumem::run::device_used",
     "gpumem::run::to_string",
     "gpumem::run::level_at",
     "gpumem::run::footprint_steps",

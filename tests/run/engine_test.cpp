@@ -123,5 +123,26 @@ TEST(RunResult, TheHeadlineFigureInEachMode) {
   EXPECT_EQ(device_rise(device), 500);
 }
 
+// The one function that decides which devices the command used (the summary's rows, the plot's
+// panels): any figure measured for the command above zero, whatever others held there.
+TEST(RunResult, ADeviceIsUsedWhenAnyOfTheCommandsFiguresIsAboveZero) {
+  RunResult result;
+  result.measured = Measured::sampled;
+  DeviceTrack others_only;
+  others_only.device_start = 1000;
+  others_only.device_peak = 1000 + 4096;  // other processes' memory rose; the command's did not
+  EXPECT_FALSE(device_used(result, others_only));
+  for (std::int64_t DeviceTrack::*figure :
+       {&DeviceTrack::tree_peak, &DeviceTrack::exact_peak, &DeviceTrack::footprint_peak,
+        &DeviceTrack::mixed_peak}) {
+    DeviceTrack device = others_only;
+    device.*figure = std::int64_t{2} << 20;
+    EXPECT_TRUE(device_used(result, device));
+  }
+  DeviceTrack bounded = others_only;  // unmatched pids: the device's rise is the command's peak
+  bounded.bounded_by_device = true;
+  EXPECT_TRUE(device_used(result, bounded));
+}
+
 }  // namespace
 }  // namespace gpumem::run

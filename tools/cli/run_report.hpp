@@ -16,6 +16,7 @@ namespace gpumem::cli {
 using run::ChildExit;
 using run::command_peak;
 using run::command_peak_time;
+using run::device_used;
 using run::device_rise;
 using run::DeviceTrack;
 using run::Measured;

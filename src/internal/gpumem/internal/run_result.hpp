@@ -169,6 +169,9 @@ struct RunResult {
 // The command's peak on a device, in the mode that measured it: the run's headline figure, the
 // one every view of the run shows.
 std::int64_t command_peak(const RunResult& result, const DeviceTrack& device);
+// Whether the command did anything on the device: any of the figures measured for it above
+// zero. The views show a device only when it was used (the summary's rows, the plot's panels).
+bool device_used(const RunResult& result, const DeviceTrack& device);
 // When it happened, in seconds since the command started.
 double command_peak_time(const RunResult& result, const DeviceTrack& device);
 // How far the device's used memory rose over the run (peak minus start).
