@@ -63,6 +63,8 @@ SEAMS = {
     "gpumem::procfs::environment",
     "gpumem::procfs::executable",
     "gpumem::procfs::process_ids",
+    "gpumem::procfs::own_name",
+    "gpumem::procfs::process_named",
     "gpumem::procfs::in_initial_pid_namespace",
     "gpumem::run::parse_uuid",
     "gpumem::run::find_or_claim_device",
