@@ -144,5 +144,45 @@ TEST(RunResult, ADeviceIsUsedWhenAnyOfTheCommandsFiguresIsAboveZero) {
   EXPECT_TRUE(device_used(result, bounded));
 }
 
+// The one function that decides a rank's peak: exact, and lifted to the command's peak on the
+// device, only when the rank's processes were the command's only ones there and all exact.
+TEST(RunResult, ARankAloneAndExactOnADeviceHasTheCommandsPeakThere) {
+  RunResult result;
+  result.measured = Measured::exact;
+  result.exact_processes = 2;
+  for (int ordinal : {0, 1}) {
+    DeviceTrack device;
+    device.info.device = ordinal;
+    device.tree_peak = 300 * (ordinal + 1);        // what the samples saw
+    device.footprint_peak = 1000 * (ordinal + 1);  // events plus contexts: the command's peak
+    result.devices.push_back(device);
+  }
+  auto process = [](unsigned pid, int device) {
+    ProcessReport report;
+    report.peak.pid = pid;
+    report.peak.local_pid = static_cast<int>(pid);
+    report.peak.device = device;
+    report.exact = true;
+    return report;
+  };
+  result.processes = {process(10, 0), process(20, 1), process(21, 1)};
+  RankPeaks alone{{}, {10}, {{0, 250, 1.0}}};       // the only process on GPU 0
+  RankPeaks shared{{}, {20}, {{1, 400, 2.0}}};      // GPU 1 also ran pid 21, of no rank
+  result.ranks = {alone, shared};
+  const std::vector<RankRow> rows = rank_rows(result);
+  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_EQ(rows[0].devices.size(), 1u);
+  EXPECT_EQ(rows[0].devices[0].device, &result.devices[0]);
+  EXPECT_EQ(rows[0].devices[0].peak, 1000);
+  EXPECT_TRUE(rows[0].devices[0].exact);
+  EXPECT_EQ(rows[0].highest, 0);
+  ASSERT_EQ(rows[1].devices.size(), 1u);
+  EXPECT_EQ(rows[1].devices[0].peak, 400);
+  EXPECT_FALSE(rows[1].devices[0].exact);
+  result.measured = Measured::sampled;  // sampled: no rank's peak is exact
+  EXPECT_FALSE(rank_rows(result)[0].devices[0].exact);
+  EXPECT_EQ(rank_rows(result)[0].devices[0].peak, 250);
+}
+
 }  // namespace
 }  // namespace gpumem::run
