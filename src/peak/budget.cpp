@@ -52,14 +52,13 @@ BudgetCheck ScopedPeakBudget::check() const {
   const PeakVerdict verdict =
       judge_peak(check.rise_bytes, limit_bytes_, reading.source == Source::exact);
   check.within = !verdict.exceeded;
-  check.message =
-      "GPU " + std::to_string(reading.device) + ": peak " + bytes_text(check.rise_bytes) +
-      " above the start, " +
-      (check.within ? "within the budget of " + bytes_text(limit_bytes_)
-                    : "over the budget of " + bytes_text(limit_bytes_) + " by " +
-                          bytes_text(verdict.over_bytes)) +
-      " (" + std::string(to_string(reading.source)) +
-      (verdict.may_be_higher ? lower_bound_reason(reading.source) : "") + ")";
+  check.message = "GPU " + std::to_string(reading.device) + ": peak " +
+                  bytes_text(check.rise_bytes) + " above the start, " +
+                  (check.within ? "within the budget of " + bytes_text(limit_bytes_)
+                                : "over the budget of " + bytes_text(limit_bytes_) + " by " +
+                                      bytes_text(verdict.over_bytes)) +
+                  " (" + std::string(to_string(reading.source)) +
+                  (verdict.may_be_higher ? lower_bound_reason(reading.source) : "") + ")";
   return check;
 }
 

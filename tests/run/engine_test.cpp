@@ -166,8 +166,8 @@ TEST(RunResult, ARankAloneAndExactOnADeviceHasTheCommandsPeakThere) {
     return report;
   };
   result.processes = {process(10, 0), process(20, 1), process(21, 1)};
-  RankPeaks alone{{}, {10}, {{0, 250, 1.0}}};       // the only process on GPU 0
-  RankPeaks shared{{}, {20}, {{1, 400, 2.0}}};      // GPU 1 also ran pid 21, of no rank
+  RankPeaks alone{{}, {10}, {{0, 250, 1.0}}};   // the only process on GPU 0
+  RankPeaks shared{{}, {20}, {{1, 400, 2.0}}};  // GPU 1 also ran pid 21, of no rank
   result.ranks = {alone, shared};
   const std::vector<RankRow> rows = rank_rows(result);
   ASSERT_EQ(rows.size(), 2u);
