@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "support/linear_probing.hpp"
+
 namespace gpumem::attribution {
 namespace {
 
@@ -38,18 +40,7 @@ void BlockTable::resize(std::size_t slots) {
 }
 
 void BlockTable::remove_at(std::size_t hole) noexcept {
-  const std::size_t mask = slots_.size() - 1;
-  // Shift later members of the cluster back over the hole when their home allows it.
-  for (std::size_t next = (hole + 1) & mask; slots_[next].key != 0; next = (next + 1) & mask) {
-    const std::size_t wanted = home(slots_[next].key);
-    const bool movable =
-        hole <= next ? (wanted <= hole || wanted > next) : (wanted <= hole && wanted > next);
-    if (movable) {
-      slots_[hole] = slots_[next];
-      hole = next;
-    }
-  }
-  slots_[hole] = Slot{};
+  support::erase_by_backward_shift(slots_, hole, [this](std::uint64_t key) { return home(key); });
   --size_;
   // Down to kMinSlots, never to none: a block allocated and freed again and again must not cost
   // an allocation each time.

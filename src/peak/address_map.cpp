@@ -4,6 +4,8 @@
 #include <mutex>
 #include <thread>
 
+#include "support/linear_probing.hpp"
+
 namespace gpumem::peak {
 namespace {
 
@@ -92,17 +94,7 @@ std::optional<Block> AddressMap::Table::find(std::uint64_t key) const {
     hole = (hole + 1) & mask;
   }
   const Block erased = unpack(slots_[hole].block);
-  // Shift later members of the cluster back over the hole when their home allows it.
-  for (std::size_t next = (hole + 1) & mask; slots_[next].key != 0; next = (next + 1) & mask) {
-    const std::size_t wanted = home(slots_[next].key);
-    const bool movable =
-        hole <= next ? (wanted <= hole || wanted > next) : (wanted <= hole && wanted > next);
-    if (movable) {
-      slots_[hole] = slots_[next];
-      hole = next;
-    }
-  }
-  slots_[hole] = Slot{};
+  support::erase_by_backward_shift(slots_, hole, [this](std::uint64_t key) { return home(key); });
   --size_;
   // Down to 16 slots, never to none: a block allocated and freed again and again in an empty
   // shard must not cost an allocation each time.

@@ -806,7 +806,8 @@ void RunMonitor::sample(bool final) {
         }
         // A process no sample listed around the peak (a short one, or one that came and went
         // between samples) that was there at it: its context as its own readings gave it.
-        for (const auto& [key, asked] : asked_) {
+        for (const auto& [asked_key, asked] : asked_) {
+          const auto& key = asked_key;  // a lambda cannot capture a structured binding in clang 14
           if (!counted_exactly(key) || asked.claimed_ns > peak_ns ||
               (asked.released_ns != 0 && asked.released_ns < peak_ns) ||
               std::any_of(peak_contexts.begin(), peak_contexts.end(),
