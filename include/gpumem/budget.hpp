@@ -24,6 +24,25 @@
 
 namespace gpumem {
 
+/// A figure against its budget: the one verdict that ScopedPeakBudget::check, `gpumem run
+/// --max-peak` and the pytest plugin's limit_gpu_memory and limit_gpu_leaks markers render.
+struct PeakVerdict {
+  bool exceeded = false;        ///< the figure is above the budget (equal to it is within)
+  std::int64_t over_bytes = 0;  ///< by how much it is above (0 when within)
+  /// The figure was not measured exactly (sampled, or partly sampled): a spike between two
+  /// samples is not in it, so it is a lower bound and the true peak may have been higher.
+  bool may_be_higher = false;
+};
+
+/**
+ * @brief Judges a peak against its budget.
+ * @param peak_bytes the figure (a peak, or what was held)
+ * @param budget_bytes the budget for it
+ * @param exact whether the figure was measured exactly (false: it is a lower bound)
+ * @throws nothing
+ */
+PeakVerdict judge_peak(std::int64_t peak_bytes, std::int64_t budget_bytes, bool exact) noexcept;
+
 /// A scope's peak against its budget.
 struct BudgetCheck {
   bool within = true;            ///< the peak above the start stayed at or under the limit

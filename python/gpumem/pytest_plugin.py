@@ -388,26 +388,33 @@ class GPUMemPlugin:
             for reading in figures.devices:
                 if not limit.applies_to(reading.device):
                     continue
-                if limit.mark == LIMIT_MARK and reading.rise > limit.size:
-                    failures.append(self._over_limit(figures.nodeid, reading, limit,
-                                                     snapshots.get(reading.device)))
-                elif limit.mark == LEAKS_MARK and reading.held > limit.size:
-                    failures.append(
-                        f"gpumem: {figures.nodeid} ended holding {_mib(reading.held)} above its "
-                        f"start on GPU {reading.device},\n"
-                        f"  over its {LEAKS_MARK} of {_mib(limit.size)} ({limit.text!r}) by "
-                        f"{_mib(reading.held - limit.size)}\n"
-                        f"  ({reading.quantity} {_mib(reading.start)} -> {_mib(reading.end)}, "
-                        "frameworks' caches released)")
+                if limit.mark == LIMIT_MARK:
+                    # The library's verdict (gpumem::judge_peak), as `gpumem run --max-peak`'s.
+                    verdict = _native.judge_peak(reading.rise, limit.size,
+                                                 reading.source == "exact")
+                    if verdict.exceeded:
+                        failures.append(self._over_limit(figures.nodeid, reading, limit, verdict,
+                                                         snapshots.get(reading.device)))
+                elif limit.mark == LEAKS_MARK:
+                    # What was held at the end is read, not a peak between samples: exact.
+                    verdict = _native.judge_peak(reading.held, limit.size, True)
+                    if verdict.exceeded:
+                        failures.append(
+                            f"gpumem: {figures.nodeid} ended holding {_mib(reading.held)} above "
+                            f"its start on GPU {reading.device},\n"
+                            f"  over its {LEAKS_MARK} of {_mib(limit.size)} ({limit.text!r}) by "
+                            f"{_mib(verdict.over_bytes)}\n"
+                            f"  ({reading.quantity} {_mib(reading.start)} -> "
+                            f"{_mib(reading.end)}, frameworks' caches released)")
         return failures
 
-    def _over_limit(self, nodeid: str, reading: _DeviceFigures, limit: _Limit,
+    def _over_limit(self, nodeid: str, reading: _DeviceFigures, limit: _Limit, verdict: Any,
                     snapshot: Optional[_attribution.AttributionSnapshot]) -> str:
         lines = [
             f"gpumem: {nodeid} peaked {_mib(reading.rise)} above its start on GPU "
             f"{reading.device},",
             f"  over its {LIMIT_MARK} of {_mib(limit.size)} ({limit.text!r}) by "
-            f"{_mib(reading.rise - limit.size)}",
+            f"{_mib(verdict.over_bytes)}",
             f"  ({reading.quantity} {_mib(reading.start)} -> peak {_mib(reading.peak)}, "
             f"{_how(reading.source)})"]
         if snapshot is None:

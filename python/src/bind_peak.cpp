@@ -1,6 +1,8 @@
 // gpumem._native.PeakCounter: the library's exact, overlapping, resettable peak counter
 // (gpumem/peak.hpp), for the readers that re-baseline and read every training step
-// (gpumem.StepPeaks). A reading is one flat tuple: no dict is built on the per-step path.
+// (gpumem.StepPeaks). A reading is one flat tuple: no dict is built on the per-step path. And the
+// library's verdict on a figure against its budget (gpumem/budget.hpp), which the pytest plugin
+// renders.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -10,6 +12,7 @@
 #include <string>
 
 #include "bindings.hpp"
+#include "gpumem/budget.hpp"
 #include "gpumem/peak.hpp"
 
 namespace py = pybind11;
@@ -76,6 +79,15 @@ void bind_peak(py::module_& module) {
       .def_property_readonly(
           "source", [](Counter& self) { return std::string(to_string(self.counter.source())); })
       .def_property_readonly("device", [](Counter& self) { return self.counter.device(); });
+  py::class_<PeakVerdict>(module, "PeakVerdict",
+                          "gpumem::PeakVerdict: a figure against its budget (gpumem/budget.hpp)")
+      .def_readonly("exceeded", &PeakVerdict::exceeded)
+      .def_readonly("over_bytes", &PeakVerdict::over_bytes)
+      .def_readonly("may_be_higher", &PeakVerdict::may_be_higher);
+  module.def("judge_peak", &judge_peak, py::arg("peak_bytes"), py::arg("budget_bytes"),
+             py::arg("exact"),
+             "gpumem::judge_peak: the one verdict on a figure against its budget (exceeded, by "
+             "how much, and whether the figure is a lower bound because it is not exact)");
   module.def("coverage_names", &coverage_names, py::arg("covers"),
              "The parts of a footprint that PeakReading::covers bits name, in words");
 }

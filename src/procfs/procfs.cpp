@@ -92,6 +92,21 @@ std::optional<std::vector<std::uint32_t>> namespace_pids(const std::filesystem::
   return std::nullopt;
 }
 
+std::optional<OwnName> own_name(const std::filesystem::path& proc, std::string_view pid) {
+  const std::optional<std::uint64_t> ns = pid_namespace(proc, pid);
+  if (!ns) return std::nullopt;
+  const std::optional<std::vector<std::uint32_t>> pids = namespace_pids(proc, pid);
+  if (!pids) return std::nullopt;
+  return OwnName{*ns, pids->back()};
+}
+
+std::optional<int> process_named(const std::filesystem::path& proc, const OwnName& name) {
+  for (const int pid : process_ids(proc)) {
+    if (own_name(proc, std::to_string(pid)) == name) return pid;
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> command_name(const std::filesystem::path& proc, std::string_view pid) {
   std::ifstream comm(process_file(proc, pid, "comm"));
   std::string name;

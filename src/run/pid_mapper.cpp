@@ -86,23 +86,13 @@ void PidMapper::observe(const std::vector<ProcessMemory>& listed,
 int PidMapper::resolve_local(const ProcessKey& key) {
   if (key.pid_namespace == own_namespace_ || key.pid_namespace == run::kUnknownNamespace)
     return key.pid;
-  auto names_itself = [&](int pid) {
-    const std::string name = std::to_string(pid);
-    if (procfs::pid_namespace("/proc", name) != key.pid_namespace) return false;
-    const auto pids = procfs::namespace_pids("/proc", name);
-    return pids && pids->back() == static_cast<std::uint32_t>(key.pid);
-  };
+  const procfs::OwnName name{key.pid_namespace, static_cast<std::uint32_t>(key.pid)};
   if (const auto known = local_pids_.find(key); known != local_pids_.end()) {
-    if (names_itself(known->second)) return known->second;
+    if (procfs::own_name("/proc", std::to_string(known->second)) == name) return known->second;
     local_pids_.erase(known);
   }
   // Only for a process of a nested namespace not seen yet: one pass over /proc.
-  int found = 0;
-  for (const int pid : procfs::process_ids("/proc")) {
-    if (!names_itself(pid)) continue;
-    found = pid;
-    break;
-  }
+  const int found = procfs::process_named("/proc", name).value_or(0);
   if (found != 0) local_pids_[key] = found;
   return found;
 }

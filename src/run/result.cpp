@@ -41,6 +41,11 @@ std::int64_t command_peak(const RunResult& result, const DeviceTrack& device) {
   return std::max(device.tree_peak, bound);
 }
 
+bool device_used(const RunResult& result, const DeviceTrack& device) {
+  return command_peak(result, device) > 0 || device.exact_peak > 0 || device.footprint_peak > 0 ||
+         device.tree_peak > 0 || device.mixed_peak > 0;
+}
+
 std::int64_t device_rise(const DeviceTrack& device) {
   return std::max<std::int64_t>(0, device.device_peak - device.device_start);
 }

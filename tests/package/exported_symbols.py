@@ -63,6 +63,8 @@ SEAMS = {
     "gpumem::procfs::environment",
     "gpumem::procfs::executable",
     "gpumem::procfs::process_ids",
+    "gpumem::procfs::own_name",
+    "gpumem::procfs::process_named",
     "gpumem::procfs::in_initial_pid_namespace",
     "gpumem::run::parse_uuid",
     "gpumem::run::find_or_claim_device",
@@ -99,6 +101,8 @@ SEAMS = {
     "gpumem::run::command_peak",
     "gpumem::run::command_peak_time",
     "gpumem::run::device_rise",
+    "gpumem::run::device_used",
+    "gpumem::run::rank_rows",
     "gpumem::run::to_string",
     "gpumem::run::level_at",
     "gpumem::run::footprint_steps",
@@ -132,7 +136,8 @@ SEAMS = {
 # Structs of the seams whose implicit members (constructors, destructor, assignments) the
 # compiler emits where they are used, so whether one is exported depends on how the library's
 # sources are grouped into translation units: allowed, never required.
-SEAM_STRUCTS = ("gpumem::run::ProcessPeak", "gpumem::run::RankPeaks")
+SEAM_STRUCTS = ("gpumem::run::ProcessPeak", "gpumem::run::RankPeaks", "gpumem::run::RankRow",
+                "gpumem::run::RankInfo")
 
 
 def implicit_member(base: str) -> bool:

@@ -53,5 +53,29 @@ TEST_F(Budget, WithinTheLimitItHolds) {
   ASSERT_EQ(driver.fn<PFN_cuMemFree>("cuMemFree_v2")(held), CUDA_SUCCESS);
 }
 
+TEST(JudgePeak, APeakAboveItsBudgetIsOverByTheDifference) {
+  const PeakVerdict verdict = judge_peak(mib(150), mib(100), true);
+  EXPECT_TRUE(verdict.exceeded);
+  EXPECT_EQ(verdict.over_bytes, mib(50));
+  EXPECT_FALSE(verdict.may_be_higher);
+}
+
+TEST(JudgePeak, APeakEqualToItsBudgetIsWithinIt) {
+  const PeakVerdict verdict = judge_peak(mib(100), mib(100), true);
+  EXPECT_FALSE(verdict.exceeded);
+  EXPECT_EQ(verdict.over_bytes, 0);
+  EXPECT_FALSE(verdict.may_be_higher);
+}
+
+TEST(JudgePeak, AFigureNotMeasuredExactlyIsALowerBound) {
+  const PeakVerdict within = judge_peak(mib(99), mib(100), false);
+  EXPECT_FALSE(within.exceeded);
+  EXPECT_TRUE(within.may_be_higher);
+  const PeakVerdict over = judge_peak(mib(101), mib(100), false);
+  EXPECT_TRUE(over.exceeded);
+  EXPECT_EQ(over.over_bytes, mib(1));
+  EXPECT_TRUE(over.may_be_higher);
+}
+
 }  // namespace
 }  // namespace gpumem

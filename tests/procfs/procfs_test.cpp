@@ -83,6 +83,28 @@ TEST_F(FakeProc, NamespacePidsUnknownIsNulloptNeverEmpty) {
   EXPECT_EQ(procfs::namespace_pids(root_, "4"), std::nullopt);
 }
 
+// A process of a nested namespace is found by the name it gives itself: its namespace and its pid
+// there. Another process of that namespace, or one with that pid in another, is not it.
+TEST_F(FakeProc, AProcessIsFoundByTheNameItGivesItself) {
+  link_namespace("5000", "pid:[4026532001]");
+  write("5000", "status", "Name:\tpython3\nNSpid:\t5000\t12\n");
+  link_namespace("5001", "pid:[4026532001]");
+  write("5001", "status", "Name:\tpython3\nNSpid:\t5001\t13\n");
+  link_namespace("6000", "pid:[4026532002]");
+  write("6000", "status", "Name:\tpython3\nNSpid:\t6000\t12\n");
+  link_namespace("7000", "pid:[4026532001]");  // its NSpid cannot be read: not a match
+  const std::optional<procfs::OwnName> name = procfs::own_name(root_, "5001");
+  ASSERT_TRUE(name);
+  EXPECT_EQ(name->pid_namespace, 4026532001u);
+  EXPECT_EQ(name->pid, 13u);
+  EXPECT_EQ(procfs::own_name(root_, "7000"), std::nullopt);
+  EXPECT_EQ(procfs::own_name(root_, "8000"), std::nullopt);  // no such process
+  EXPECT_EQ(procfs::process_named(root_, {4026532001u, 12}), 5000);
+  EXPECT_EQ(procfs::process_named(root_, {4026532002u, 12}), 6000);
+  EXPECT_EQ(procfs::process_named(root_, {4026532001u, 14}), std::nullopt);
+  EXPECT_EQ(procfs::process_named(root_, {4026532003u, 12}), std::nullopt);
+}
+
 TEST_F(FakeProc, CommandNameIsCommWithoutItsNewline) {
   write("7", "comm", "python3\n");
   EXPECT_EQ(procfs::command_name(root_, "7"), "python3");

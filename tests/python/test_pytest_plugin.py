@@ -276,6 +276,15 @@ def test_parse_byte_size_is_the_librarys_parser():
 
 @pytest.mark.skipif(importlib.util.find_spec("xdist") is None,
                     reason="pytest-xdist is not installed (python3-pytest-xdist)")
+def test_the_verdict_on_a_limit_is_the_librarys():
+    over = _native.judge_peak(150 * MiB, 100 * MiB, True)
+    assert (over.exceeded, over.over_bytes, over.may_be_higher) == (True, 50 * MiB, False)
+    at = _native.judge_peak(100 * MiB, 100 * MiB, True)
+    assert (at.exceeded, at.over_bytes, at.may_be_higher) == (False, 0, False)
+    sampled = _native.judge_peak(99 * MiB, 100 * MiB, False)
+    assert (sampled.exceeded, sampled.over_bytes, sampled.may_be_higher) == (False, 0, True)
+
+
 def test_under_xdist_the_controller_combines_the_workers_figures(run, tmp_path):
     out = tmp_path / "figures.json"
     result = run(TOP, "--gpumem", "-n", "2", f"--gpumem-json={out}")

@@ -123,5 +123,66 @@ TEST(RunResult, TheHeadlineFigureInEachMode) {
   EXPECT_EQ(device_rise(device), 500);
 }
 
+// The one function that decides which devices the command used (the summary's rows, the plot's
+// panels): any figure measured for the command above zero, whatever others held there.
+TEST(RunResult, ADeviceIsUsedWhenAnyOfTheCommandsFiguresIsAboveZero) {
+  RunResult result;
+  result.measured = Measured::sampled;
+  DeviceTrack others_only;
+  others_only.device_start = 1000;
+  others_only.device_peak = 1000 + 4096;  // other processes' memory rose; the command's did not
+  EXPECT_FALSE(device_used(result, others_only));
+  for (std::int64_t DeviceTrack::*figure :
+       {&DeviceTrack::tree_peak, &DeviceTrack::exact_peak, &DeviceTrack::footprint_peak,
+        &DeviceTrack::mixed_peak}) {
+    DeviceTrack device = others_only;
+    device.*figure = std::int64_t{2} << 20;
+    EXPECT_TRUE(device_used(result, device));
+  }
+  DeviceTrack bounded = others_only;  // unmatched pids: the device's rise is the command's peak
+  bounded.bounded_by_device = true;
+  EXPECT_TRUE(device_used(result, bounded));
+}
+
+// The one function that decides a rank's peak: exact, and lifted to the command's peak on the
+// device, only when the rank's processes were the command's only ones there and all exact.
+TEST(RunResult, ARankAloneAndExactOnADeviceHasTheCommandsPeakThere) {
+  RunResult result;
+  result.measured = Measured::exact;
+  result.exact_processes = 2;
+  for (int ordinal : {0, 1}) {
+    DeviceTrack device;
+    device.info.device = ordinal;
+    device.tree_peak = 300 * (ordinal + 1);        // what the samples saw
+    device.footprint_peak = 1000 * (ordinal + 1);  // events plus contexts: the command's peak
+    result.devices.push_back(device);
+  }
+  auto process = [](unsigned pid, int device) {
+    ProcessReport report;
+    report.peak.pid = pid;
+    report.peak.local_pid = static_cast<int>(pid);
+    report.peak.device = device;
+    report.exact = true;
+    return report;
+  };
+  result.processes = {process(10, 0), process(20, 1), process(21, 1)};
+  RankPeaks alone{{}, {10}, {{0, 250, 1.0}}};   // the only process on GPU 0
+  RankPeaks shared{{}, {20}, {{1, 400, 2.0}}};  // GPU 1 also ran pid 21, of no rank
+  result.ranks = {alone, shared};
+  const std::vector<RankRow> rows = rank_rows(result);
+  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_EQ(rows[0].devices.size(), 1u);
+  EXPECT_EQ(rows[0].devices[0].device, &result.devices[0]);
+  EXPECT_EQ(rows[0].devices[0].peak, 1000);
+  EXPECT_TRUE(rows[0].devices[0].exact);
+  EXPECT_EQ(rows[0].highest, 0);
+  ASSERT_EQ(rows[1].devices.size(), 1u);
+  EXPECT_EQ(rows[1].devices[0].peak, 400);
+  EXPECT_FALSE(rows[1].devices[0].exact);
+  result.measured = Measured::sampled;  // sampled: no rank's peak is exact
+  EXPECT_FALSE(rank_rows(result)[0].devices[0].exact);
+  EXPECT_EQ(rank_rows(result)[0].devices[0].peak, 250);
+}
+
 }  // namespace
 }  // namespace gpumem::run

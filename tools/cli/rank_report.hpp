@@ -12,23 +12,10 @@
 
 namespace gpumem::cli {
 
-struct RankDeviceRow {
-  const DeviceTrack* device = nullptr;
-  std::int64_t peak = 0;
-  // Exact when the rank's processes were the command's only ones on the device and all of
-  // them were counted exactly: the device's exact peak is then the rank's own. Otherwise the
-  // highest sum at a sample of NVML's figures for the rank's processes.
-  bool exact = false;
-};
-
-struct RankRow {
-  RankInfo info;
-  std::vector<unsigned> pids;
-  std::vector<RankDeviceRow> devices;  // in CUDA ordinal order
-  int highest = -1;                    // index in `devices` of the rank's peak (-1: none)
-};
-
-std::vector<RankRow> rank_rows(const RunResult& result);
+// Each rank's rows are the library's (run::rank_rows): these render them.
+using run::rank_rows;
+using run::RankDeviceRow;
+using run::RankRow;
 
 // "gpumem: rank 0 (local 0): peak 1.0 GiB process footprint on GPU 0 (NVIDIA H200), exact
 // (pid 4242)" per rank;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "format.hpp"
+#include "gpumem/budget.hpp"
 #include "gpumem/internal/byte_size.hpp"
 #include "run_report.hpp"
 #include "text_width.hpp"
@@ -68,8 +69,11 @@ std::vector<BudgetVerdict> judge_budgets(const run::RunResult& result,
     verdict.name = device.info.name;
     verdict.budget = *limit;
     verdict.peak = command_peak(result, device);
-    verdict.exceeded = verdict.peak > verdict.budget;
-    verdict.may_be_higher = result.measured != Measured::exact;
+    const PeakVerdict judged =
+        judge_peak(verdict.peak, verdict.budget, result.measured == Measured::exact);
+    verdict.exceeded = judged.exceeded;
+    verdict.over = judged.over_bytes;
+    verdict.may_be_higher = judged.may_be_higher;
     verdict.measured = to_string(result.measured);
     verdicts.push_back(std::move(verdict));
   }
@@ -84,7 +88,7 @@ std::string budget_text(const std::vector<BudgetVerdict>& verdicts) {
     out += "gpumem: GPU " + std::to_string(verdict.device) + " (" + printable(verdict.name) +
            "): peak " + format_bytes(verdict.peak) + " is ";
     out += verdict.exceeded ? "over the --max-peak budget of " + format_bytes(verdict.budget) +
-                                  " by " + format_bytes(verdict.peak - verdict.budget)
+                                  " by " + format_bytes(verdict.over)
                             : "within the --max-peak budget of " + format_bytes(verdict.budget);
     out += verdict.may_be_higher ? " (" + verdict.measured + ": the peak may have been higher)"
                                  : " (" + verdict.measured + ")";

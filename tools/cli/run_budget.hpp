@@ -34,13 +34,14 @@ std::string budget_device_error(const std::vector<PeakBudget>& budgets,
                                 const std::vector<DeviceInfo>& measured);
 
 // The verdict on one device: its peak (the run's headline figure, command_peak()) against its
-// budget.
+// budget, as the library judges it (gpumem::judge_peak).
 struct BudgetVerdict {
   int device = 0;
   std::string name;
   std::int64_t budget = 0;
   std::int64_t peak = 0;
   bool exceeded = false;
+  std::int64_t over = 0;  // by how much the peak is over its budget
   // Sampled (or partly sampled): a spike between two samples is not seen, so the peak may have
   // been higher than measured.
   bool may_be_higher = false;

@@ -37,12 +37,6 @@ std::string plural(int count, const char* one, const char* many) {
   return std::to_string(count) + " " + (count == 1 ? one : many);
 }
 
-// Whether the command did anything on the device: any of its figures above zero.
-bool device_used_by_command(const RunResult& result, const DeviceTrack& device) {
-  return command_peak(result, device) > 0 || device.exact_peak > 0 || device.footprint_peak > 0 ||
-         device.tree_peak > 0 || device.mixed_peak > 0;
-}
-
 }  // namespace
 
 std::string ordinal_ranges(const std::vector<int>& ordinals, bool unicode) {
@@ -104,7 +98,7 @@ std::string summary_text(const RunResult& result, const SummaryStyle& style) {
   }
   std::vector<int> unused;
   for (const DeviceTrack& device : result.devices) {
-    if (!device_used_by_command(result, device) && !device.bounded_by_device) {
+    if (!device_used(result, device) && !device.bounded_by_device) {
       unused.push_back(device.info.device);
       continue;
     }

@@ -17,6 +17,7 @@ using run::ChildExit;
 using run::command_peak;
 using run::command_peak_time;
 using run::device_rise;
+using run::device_used;
 using run::DeviceTrack;
 using run::Measured;
 using run::Mode;

@@ -163,8 +163,7 @@ std::string svg_plot(const RunResult& result, const std::vector<TimelineRow>& ti
   // other people's memory.
   std::vector<const DeviceTrack*> shown;
   for (const DeviceTrack& device : result.devices) {
-    if (command_peak(result, device) > 0 || device.exact_peak > 0 || device.tree_peak > 0)
-      shown.push_back(&device);
+    if (device_used(result, device)) shown.push_back(&device);
   }
   // Where others dwarf the command (the device's peak over four times the command's), a second
   // area draws the command alone, on its own scale.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 
 #include "gpumem/internal/procfs.hpp"
 
@@ -131,18 +130,12 @@ bool PublisherLiveness::running(const detail::PublishedTrace& trace) {
   if (!scanned_) {
     // Once per collection, and only when some record comes from another namespace.
     scanned_ = true;
-    std::error_code error;
-    for (const auto& entry : std::filesystem::directory_iterator(proc_, error)) {
-      const std::string name = entry.path().filename().string();
-      unsigned host_pid = 0;
-      const auto [end, failed] = std::from_chars(name.data(), name.data() + name.size(), host_pid);
-      if (failed != std::errc{} || end != name.data() + name.size()) continue;
-      const std::optional<std::uint64_t> inode = procfs::pid_namespace(proc_, name);
-      if (!inode) continue;
-      std::string ns = procfs::pid_namespace_text(*inode);
+    for (const int host_pid : procfs::process_ids(proc_)) {
+      const std::optional<procfs::OwnName> name = procfs::own_name(proc_, std::to_string(host_pid));
+      if (!name) continue;
+      std::string ns = procfs::pid_namespace_text(name->pid_namespace);
       if (ns == own_namespace_) continue;
-      if (const auto pids = procfs::namespace_pids(proc_, name))
-        host_pids_[{std::move(ns), pids->back()}] = host_pid;
+      host_pids_[{std::move(ns), name->pid}] = static_cast<unsigned>(host_pid);
     }
   }
   const auto host = host_pids_.find({trace.pid_namespace, trace.pid});

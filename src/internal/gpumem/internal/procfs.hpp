@@ -38,6 +38,22 @@ std::string pid_namespace_text(std::uint64_t inode);
 std::optional<std::vector<std::uint32_t>> namespace_pids(const std::filesystem::path& proc,
                                                          std::string_view pid);
 
+// A process as it names itself: its pid namespace and its pid there (NSpid's last). A process of
+// a nested namespace is known to others by this name (a spool record, the run's counters), and
+// found under a procfs by it.
+struct OwnName {
+  std::uint64_t pid_namespace = 0;
+  std::uint32_t pid = 0;
+  friend bool operator==(const OwnName&, const OwnName&) = default;
+};
+
+// What process `pid` calls itself: its pid namespace and NSpid's last.
+std::optional<OwnName> own_name(const std::filesystem::path& proc, std::string_view pid);
+
+// The pid under `proc` of the process that calls itself `name`, by one pass over `proc`'s
+// processes; nullopt when none does.
+std::optional<int> process_named(const std::filesystem::path& proc, const OwnName& name);
+
 // The command name, /proc/PID/comm without its newline (at most 15 bytes, the kernel's cut).
 std::optional<std::string> command_name(const std::filesystem::path& proc, std::string_view pid);
 

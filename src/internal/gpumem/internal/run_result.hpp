@@ -169,10 +169,35 @@ struct RunResult {
 // The command's peak on a device, in the mode that measured it: the run's headline figure, the
 // one every view of the run shows.
 std::int64_t command_peak(const RunResult& result, const DeviceTrack& device);
+// Whether the command did anything on the device: any of the figures measured for it above
+// zero. The views show a device only when it was used (the summary's rows, the plot's panels).
+bool device_used(const RunResult& result, const DeviceTrack& device);
 // When it happened, in seconds since the command started.
 double command_peak_time(const RunResult& result, const DeviceTrack& device);
 // How far the device's used memory rose over the run (peak minus start).
 std::int64_t device_rise(const DeviceTrack& device);
+
+// A rank's peak on one device, as every view of the run gives it.
+struct RankDeviceRow {
+  const DeviceTrack* device = nullptr;  // in the RunResult it was decided from
+  std::int64_t peak = 0;
+  // Exact when the rank's processes were the command's only ones on the device and all of
+  // them were counted exactly: the device's exact peak (command_peak) is then the rank's own.
+  // Otherwise the highest sum at a sample of NVML's figures for the rank's processes.
+  bool exact = false;
+};
+
+// A rank's peaks, per device, and which is its highest.
+struct RankRow {
+  RankInfo info;
+  std::vector<unsigned> pids;
+  std::vector<RankDeviceRow> devices;  // in CUDA ordinal order
+  int highest = -1;                    // index in `devices` of the rank's peak (-1: none)
+};
+
+// Each rank of result.ranks, in that order: whether its peak on each device is exact, and then
+// lifted to the command's peak there, decided once for the summary and the JSON.
+std::vector<RankRow> rank_rows(const RunResult& result);
 
 }  // namespace gpumem::run
 
