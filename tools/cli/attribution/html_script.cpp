@@ -58,8 +58,8 @@ const char* const kReportScript = R"js(
   function othersRead(s) { return typeof s.other_processes_age_s === "number" || s.other_processes.length > 0; }
   function whenListed(age) {
     if (typeof age !== "number") return "";
-    if (Math.abs(age) < 0.0005) return " at the failure";  // as the terminal says it
-    return " " + fmtSeconds(Math.abs(age)) + (age > 0 ? " before the failure" : " after the failure");
+    // One form whichever reading it was, as the terminal says it.
+    return " " + fmtSeconds(Math.abs(age)) + (age >= 0 ? " before the failure" : " after the failure");
   }
   function othersHeld(s) { return s.other_processes.reduce((sum, p) => sum + (p.used_bytes || 0), 0); }
 

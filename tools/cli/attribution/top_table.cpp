@@ -20,13 +20,12 @@ std::string fact_line(const std::string& text, const TextOptions& options) {
   return options.width ? wrap_line(text, *options.width, "  ") : text + "\n";
 }
 
-// When NVML's list of the other processes was read, against the failure: within the half
-// millisecond that the figure is shown to, it was read at the failure (the failing process's own
-// reading or the monitor's, whichever came first, say the same).
+// When NVML's list of the other processes was read, against the failure, in one form whichever
+// reading it was: the failing process's own (0 ms before) or the monitor's last before it (its
+// age, which the machine's load decides), so that the sentence says the same thing either way.
 std::string when_listed(double age_s) {
-  if (std::abs(age_s) < 0.0005) return "at the failure";
   return format_seconds(std::abs(age_s)) +
-         (age_s > 0 ? " before the failure" : " after the failure");
+         (age_s >= 0 ? " before the failure" : " after the failure");
 }
 
 // Who else held the device at an out-of-memory failure, as NVML listed them.
