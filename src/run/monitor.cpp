@@ -664,6 +664,16 @@ RunMonitor::Fingerprint RunMonitor::fingerprint(std::vector<std::optional<std::i
   return print;
 }
 
+void RunMonitor::note_device_used(DeviceTrack& track, std::int64_t used, double time_s) {
+  track.device_end = used;
+  if (track.device_end > track.device_peak) {
+    track.device_peak = track.device_end;
+    track.device_peak_time_s = time_s;
+  }
+  if (keep_timeline_)
+    timeline_.push_back({time_s, track.info.device, Series::device, 0, track.device_end});
+}
+
 void RunMonitor::quiet_sample(const std::vector<std::optional<std::int64_t>>& used) {
   drain_events(false);
   const double time_s = now_s();
@@ -671,15 +681,7 @@ void RunMonitor::quiet_sample(const std::vector<std::optional<std::int64_t>>& us
   for (std::size_t index = 0; index < devices_.size(); ++index) {
     DeviceTrack& track = devices_[index];
     const int ordinal = track.info.device;
-    if (used[index]) {
-      track.device_end = *used[index];
-      if (track.device_end > track.device_peak) {
-        track.device_peak = track.device_end;
-        track.device_peak_time_s = time_s;
-      }
-      if (keep_timeline_)
-        timeline_.push_back({time_s, ordinal, Series::device, 0, track.device_end});
-    }
+    if (used[index]) note_device_used(track, *used[index], time_s);
     if (keep_timeline_) {
       for (const auto& [pid, bytes] : listed_rows_[index])
         timeline_.push_back({time_s, ordinal, Series::process, pid, bytes});
@@ -730,15 +732,7 @@ void RunMonitor::sample(bool final) {
       quiet_seen_ns_[index] = 0;
     }
     listed_rows_[index].clear();
-    if (used[index]) {
-      track.device_end = *used[index];
-      if (track.device_end > track.device_peak) {
-        track.device_peak = track.device_end;
-        track.device_peak_time_s = time_s;
-      }
-      if (keep_timeline_)
-        timeline_.push_back({time_s, ordinal, Series::device, 0, track.device_end});
-    }
+    if (used[index]) note_device_used(track, *used[index], time_s);
     std::int64_t tree_sum = 0;
     std::int64_t escaped_sum = 0;  // of the processes not counted exactly
     std::int64_t context_sum = 0;  // of those counted exactly, beyond their events

@@ -98,6 +98,8 @@ class RunMonitor {
     bool operator==(const Fingerprint&) const = default;
   };
   Fingerprint fingerprint(std::vector<std::optional<std::int64_t>>& used);
+  // The device's used memory as a sample read it: its end, its peak, its timeline row.
+  void note_device_used(DeviceTrack& track, std::int64_t used, double time_s);
   // A tick at which nothing changed since the last full sample: the device's used memory and,
   // with a timeline, the last full sample's rows again; no process list, no slot scan.
   void quiet_sample(const std::vector<std::optional<std::int64_t>>& used);
