@@ -96,6 +96,8 @@ SEAMS = {
     "run_process.hpp": ["run"],  # the measured side: a CUDA process joins the run
     "run_rank.hpp": ["run"],
     "run_result.hpp": ["run"],  # what a run measured and its headline figure
+    "run_document.hpp": ["run"],  # gpumem.run/1: model, writer, reader
+    "report_document.hpp": ["run"],  # gpumem.report/1: model, the job's figures, writer, reader
     "run_timeline.hpp": ["run"],
     "shared_library.hpp": ["support"],  # dlopen with a GPUMEM_*_LIBRARY override
     "window_peak.hpp": ["peak"],  # the exporter's sliding-window peaks, sampled by one thread

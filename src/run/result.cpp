@@ -1,5 +1,7 @@
 // The run's headline figure and how each of its processes was measured: decided here, once, for
 // every view of the run (run_result.hpp).
+#include <string.h>
+
 #include <algorithm>
 #include <set>
 #include <utility>
@@ -9,6 +11,24 @@
 #include "run/judge.hpp"
 
 namespace gpumem::run {
+
+std::string signal_name(int signal) {
+  const char* abbreviation = ::sigabbrev_np(signal);
+  return abbreviation != nullptr ? std::string("SIG") + abbreviation
+                                 : "signal " + std::to_string(signal);
+}
+
+const char* to_string(Mode mode) {
+  switch (mode) {
+    case Mode::automatic:
+      return "auto";
+    case Mode::exact:
+      return "exact";
+    case Mode::sampled:
+      return "sampled";
+  }
+  return "?";
+}
 
 const char* to_string(Measured measured) {
   switch (measured) {

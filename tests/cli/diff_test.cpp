@@ -10,7 +10,7 @@
 
 #include "cli/command_runner.hpp"
 #include "cli/launchers.hpp"
-#include "report_file.hpp"
+#include "gpumem/internal/report_document.hpp"
 #include "support/sim_gpu.hpp"
 
 namespace gpumem::testing {
@@ -299,7 +299,7 @@ TEST(DiffReportReader, ABadFieldIsNamedWithTheFile) {
     "devices": [{"key": "k", "uuid": null, "node": "n", "device": 0, "name": "GPU",
                  "peak_bytes": 5}]})";
   std::string error;
-  const auto report = cli::parse_report_file(good, "r.json", &error);
+  const auto report = run::parse_report_document(good, "r.json", &error);
   ASSERT_TRUE(report) << error;
   ASSERT_EQ(report->devices.size(), 1u);
   EXPECT_EQ(report->devices[0].peak_bytes, 5);
@@ -307,7 +307,7 @@ TEST(DiffReportReader, ABadFieldIsNamedWithTheFile) {
   EXPECT_EQ(report->devices[0].uuid, "");
   auto error_of = [](const std::string& text) {
     std::string why;
-    EXPECT_FALSE(cli::parse_report_file(text, "r.json", &why)) << text;
+    EXPECT_FALSE(run::parse_report_document(text, "r.json", &why)) << text;
     return why;
   };
   EXPECT_EQ(error_of(R"({"schema": "gpumem.report/1", "mode": "exact", "ranks": []})"),

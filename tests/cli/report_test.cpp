@@ -10,9 +10,9 @@
 
 #include "cli/command_runner.hpp"
 #include "cli/launchers.hpp"
+#include "gpumem/internal/report_document.hpp"
 #include "job_report.hpp"
 #include "report_output.hpp"
-#include "run_file.hpp"
 #include "support/sim_gpu.hpp"
 
 namespace gpumem::testing {
@@ -293,25 +293,38 @@ TEST_F(BadFiles, OddFileNamesAndHelpWork) {
   EXPECT_NE(help.out.find("--skip-bad"), std::string::npos);
 }
 
+// A rank of a run file: its numbers, the device and UUID of its peak, the peak and how measured.
+run::RunDocRank rank_of(int rank, int local_rank, int device, const std::string& uuid,
+                        std::int64_t peak, const std::string& measured) {
+  run::RunDocRank entry;
+  entry.rank = rank;
+  entry.local_rank = local_rank;
+  entry.device = device;
+  entry.uuid = uuid;
+  entry.peak_bytes = peak;
+  entry.measured = measured;
+  return entry;
+}
+
 cli::RunFile run_file(const std::string& path, const std::string& host, const std::string& mode,
-                      std::vector<cli::RunFileDevice> devices,
-                      std::vector<cli::RunFileRank> ranks = {}) {
-  cli::RunFile run;
-  run.path = path;
-  run.host = host;
-  run.mode = mode;
-  run.devices = std::move(devices);
-  run.ranks = std::move(ranks);
-  return run;
+                      std::vector<run::RunDocDevice> devices,
+                      std::vector<run::RunDocRank> ranks = {}) {
+  cli::RunFile file;
+  file.path = path;
+  file.run.host = host;
+  file.run.mode = mode;
+  file.run.devices = std::move(devices);
+  file.run.ranks = std::move(ranks);
+  return file;
 }
 
 TEST(ReportCombine, RunsSharingAGpuAreSummedAndSaySo) {
   // Two gpumem runs on one node (one per task) that both saw the same GPU.
-  const cli::RunFileDevice shared{0, 0, "NVIDIA H200", "GPU-1", 100, 30};
-  const cli::RunFileDevice shared_other_view{1, 0, "NVIDIA H200", "GPU-1", 100, 50};
+  const run::RunDocDevice shared{0, 0, "NVIDIA H200", "GPU-1", 100, 30};
+  const run::RunDocDevice shared_other_view{1, 0, "NVIDIA H200", "GPU-1", 100, 50};
   const cli::JobReport report = cli::combine_runs(
-      {run_file("a", "n", "exact", {shared}, {{0, 0, 0, "GPU-1", 30, "exact"}}),
-       run_file("b", "n", "exact", {shared_other_view}, {{1, 1, 1, "GPU-1", 50, "exact"}})});
+      {run_file("a", "n", "exact", {shared}, {rank_of(0, 0, 0, "GPU-1", 30, "exact")}),
+       run_file("b", "n", "exact", {shared_other_view}, {rank_of(1, 1, 1, "GPU-1", 50, "exact")})});
   ASSERT_EQ(report.devices.size(), 1u);
   EXPECT_EQ(report.devices[0].peak_bytes, 80);  // never below what the two held together
   EXPECT_EQ(report.devices[0].runs_using, 2);
@@ -326,12 +339,12 @@ TEST(ReportCombine, RunsSharingAGpuAreSummedAndSaySo) {
 // holding `peak` MiB.
 cli::RunFile timed_run(const std::string& path, int rank, std::int64_t peak, double start,
                        double end) {
-  cli::RunFile run =
+  cli::RunFile file =
       run_file(path, "n", "exact", {{rank, 0, "NVIDIA H200", "GPU-1", 100, mib(peak)}},
-               {{rank, rank, rank, "GPU-1", mib(peak), "exact"}});
-  run.start_unix_s = start;
-  run.end_unix_s = end;
-  return run;
+               {rank_of(rank, rank, rank, "GPU-1", mib(peak), "exact")});
+  file.run.start_unix_s = start;
+  file.run.end_unix_s = end;
+  return file;
 }
 
 std::string maximum_line(const cli::JobReport& report) {
@@ -350,7 +363,7 @@ TEST(ReportTime, RunsOneAfterTheOtherOnAGpuGiveTheHighestPeak) {
   EXPECT_EQ(maximum_line(report),
             "job maximum: 50.0 MiB process footprint on n, GPU 0 (NVIDIA H200), rank 1 (local 1) "
             "(the highest of 2 runs that did not overlap)");
-  EXPECT_EQ(cli::report_json(report)["maximum"]["combined"], "highest");
+  EXPECT_EQ(run::report_document_json(report)["maximum"]["combined"], "highest");
 }
 
 TEST(ReportTime, OverlappingRunsOnAGpuAreSummed) {
@@ -379,7 +392,7 @@ TEST(ReportTime, ThreeRunsOverlappingInPartsGiveTheSweepsHighestSum) {
             "job maximum: 90.0 MiB process footprint on n, GPU 0 (NVIDIA H200), rank 1 (local 1) "
             "(the sum of the peaks of 2 of 3 runs that overlapped: an upper bound, their peaks "
             "need not have coincided)");
-  const auto json = cli::report_json(report);
+  const auto json = run::report_document_json(report);
   EXPECT_EQ(json["devices"][0]["peak_bytes"], mib(90));
   EXPECT_EQ(json["devices"][0]["combined"], "sum");
   EXPECT_EQ(json["devices"][0]["runs_summed"], 2);
@@ -387,8 +400,8 @@ TEST(ReportTime, ThreeRunsOverlappingInPartsGiveTheSweepsHighestSum) {
 
 TEST(ReportTime, FilesWithoutTimesAreSummedAndSayTheOverlapIsUnknown) {
   cli::RunFile old = timed_run("b", 1, 50, 0, 0);
-  old.start_unix_s.reset();
-  old.end_unix_s.reset();
+  old.run.start_unix_s.reset();
+  old.run.end_unix_s.reset();
   const cli::JobReport report = cli::combine_runs({timed_run("a", 0, 30, 1000.0, 1010.0), old});
   EXPECT_EQ(report.devices[0].peak_bytes, mib(80));
   EXPECT_EQ(report.devices[0].combined, cli::JobDevice::Combined::overlap_unknown);
@@ -403,19 +416,19 @@ TEST(ReportTime, RunFilesCarryTheirTimesAndOldOnesReadWithout) {
       R"({"schema": "gpumem.run/1", "command": ["x"], "exit_code": 0, "elapsed_s": 1.5,
           "interval_s": 0.01, "mode": "exact", "devices": [])";
   std::string error;
-  const auto old = cli::parse_run_file(document + "}", "old.json", &error);
+  const auto old = run::parse_run_document(document + "}", "old.json", &error);
   ASSERT_TRUE(old) << error;
   EXPECT_FALSE(old->start_unix_s);
-  const auto timed = cli::parse_run_file(
+  const auto timed = run::parse_run_document(
       document + R"(, "start_unix_s": 1764650000.25, "end_unix_s": 1764650001.75})", "new.json",
       &error);
   ASSERT_TRUE(timed) << error;
   EXPECT_EQ(*timed->start_unix_s, 1764650000.25);
   EXPECT_EQ(*timed->end_unix_s, 1764650001.75);
-  EXPECT_FALSE(cli::parse_run_file(document + R"(, "start_unix_s": 5})", "half.json", &error));
+  EXPECT_FALSE(run::parse_run_document(document + R"(, "start_unix_s": 5})", "half.json", &error));
   EXPECT_EQ(error, "half.json: end_unix_s: missing");
-  EXPECT_FALSE(cli::parse_run_file(document + R"(, "start_unix_s": 5, "end_unix_s": 4})",
-                                   "back.json", &error));
+  EXPECT_FALSE(run::parse_run_document(document + R"(, "start_unix_s": 5, "end_unix_s": 4})",
+                                       "back.json", &error));
   EXPECT_EQ(error, "back.json: end_unix_s: before start_unix_s");
 }
 
@@ -446,11 +459,11 @@ TEST(ReportTime, TwoRunsOneAfterTheOtherOnTheSimulatedGpu) {
 }
 
 TEST(ReportCombine, DevicesWithoutUuidsAreKeptApartByNodeAndModesCombine) {
-  const cli::RunFileDevice no_uuid{0, 3, "GPU", "", 100, 10};
-  const cli::JobReport report =
-      cli::combine_runs({run_file("a", "n1", "exact", {no_uuid}, {{0, 0, 0, "", 10, "exact"}}),
-                         run_file("b", "n2", "sampled", {no_uuid}, {{0, 0, 0, "", 10, "sampled"}}),
-                         run_file("c", "", "exact", {})});
+  const run::RunDocDevice no_uuid{0, 3, "GPU", "", 100, 10};
+  const cli::JobReport report = cli::combine_runs(
+      {run_file("a", "n1", "exact", {no_uuid}, {rank_of(0, 0, 0, "", 10, "exact")}),
+       run_file("b", "n2", "sampled", {no_uuid}, {rank_of(0, 0, 0, "", 10, "sampled")}),
+       run_file("c", "", "exact", {})});
   ASSERT_EQ(report.devices.size(), 2u);
   EXPECT_EQ(report.devices[0].key, "n1:3");
   EXPECT_EQ(report.devices[1].key, "n2:3");
@@ -461,7 +474,7 @@ TEST(ReportCombine, DevicesWithoutUuidsAreKeptApartByNodeAndModesCombine) {
   ASSERT_EQ(report.warnings.size(), 1u);
   EXPECT_NE(report.warnings[0].find("rank 0 is in a and in b"), std::string::npos);
   EXPECT_EQ(cli::combine_runs({run_file("s", "n", "sampled", {})}).mode, "sampled");
-  cli::RunFileDevice unused = no_uuid;
+  run::RunDocDevice unused = no_uuid;
   unused.peak_bytes = 0;
   EXPECT_FALSE(cli::combine_runs({run_file("s", "n", "sampled", {unused})}).maximum);
 }
@@ -469,13 +482,13 @@ TEST(ReportCombine, DevicesWithoutUuidsAreKeptApartByNodeAndModesCombine) {
 TEST(ReportSvg, VeryManyRanksGetABarPerNode) {
   std::vector<cli::RunFile> runs;
   for (int node = 0; node < 40; ++node) {
-    std::vector<cli::RunFileDevice> devices;
-    std::vector<cli::RunFileRank> ranks;
+    std::vector<run::RunDocDevice> devices;
+    std::vector<run::RunDocRank> ranks;
     for (int gpu = 0; gpu < 4; ++gpu) {
       const std::string uuid = "GPU-" + std::to_string(node * 4 + gpu);
       const std::int64_t peak = node == 17 && gpu == 2 ? 900 : 100 + gpu;
       devices.push_back({gpu, gpu, "GPU", uuid, 1000, peak});
-      ranks.push_back({node * 4 + gpu, gpu, gpu, uuid, peak, "exact"});
+      ranks.push_back(rank_of(node * 4 + gpu, gpu, gpu, uuid, peak, "exact"));
     }
     runs.push_back(
         run_file("f" + std::to_string(node), "n" + std::to_string(node), "exact", devices, ranks));

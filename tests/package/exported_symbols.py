@@ -121,6 +121,19 @@ SEAMS = {
     "gpumem::run::process_rank",
     "gpumem::run::own_rank",
     "gpumem::run::host_name",
+    # gpumem.run/1 and gpumem.report/1 (gpumem/internal/run_document.hpp, report_document.hpp)
+    "gpumem::run::signal_name",
+    "gpumem::run::run_document",
+    "gpumem::run::run_document_json",
+    "gpumem::run::run_document_text",
+    "gpumem::run::read_run_document",
+    "gpumem::run::parse_run_document",
+    "gpumem::run::combine_runs",
+    "gpumem::run::combine_usages",
+    "gpumem::run::report_document_json",
+    "gpumem::run::report_document_text",
+    "gpumem::run::read_report_document",
+    "gpumem::run::parse_report_document",
     # the sliding-window peaks the exporter serves (gpumem/internal/window_peak.hpp)
     "gpumem::detail::WindowPeak::WindowPeak",
     "gpumem::detail::WindowPeak::~WindowPeak",
@@ -137,7 +150,12 @@ SEAMS = {
 # compiler emits where they are used, so whether one is exported depends on how the library's
 # sources are grouped into translation units: allowed, never required.
 SEAM_STRUCTS = ("gpumem::run::ProcessPeak", "gpumem::run::RankPeaks", "gpumem::run::RankRow",
-                "gpumem::run::RankInfo")
+                "gpumem::run::RankInfo", "gpumem::run::RunDocument", "gpumem::run::RunDocDevice",
+                "gpumem::run::RunDocProcess", "gpumem::run::RunDocRank",
+                "gpumem::run::RunDocRankDevice", "gpumem::run::RunDocPidNamespace",
+                "gpumem::run::RunDocOwnRank", "gpumem::run::RunDocBudget", "gpumem::run::RunFile",
+                "gpumem::run::JobReport", "gpumem::run::JobInput", "gpumem::run::JobDevice",
+                "gpumem::run::JobRank", "gpumem::run::JobNode", "gpumem::run::RunUsage")
 
 
 def implicit_member(base: str) -> bool:

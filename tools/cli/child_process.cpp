@@ -73,12 +73,6 @@ sigset_t forwarded_set() {
   return set;
 }
 
-std::string signal_name(int signal) {
-  const char* abbreviation = ::sigabbrev_np(signal);
-  return abbreviation != nullptr ? std::string("SIG") + abbreviation
-                                 : "signal " + std::to_string(signal);
-}
-
 ChildProcess::ChildProcess() {
   // Orphans of the command are reparented to gpumem, so their memory still counts as the tree's.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);

@@ -38,8 +38,7 @@ class ChildProcess {
   bool restore_pipe_ = false;
 };
 
-// "SIGTERM" for 15.
-std::string signal_name(int signal);
+using run::signal_name;  // "SIGTERM" for 15
 
 // The signals passed on to the command: every one a job's owner sends to ask something of it
 // (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, ..., the real-time signals).

@@ -1,12 +1,10 @@
-// The per-rank part of `gpumem run`'s report: each rank's peak and the device it was on, one
-// summary line per rank and the JSON `ranks` table.
+// The per-rank part of `gpumem run`'s summary: each rank's peak and the device it was on, one
+// line per rank (the run document's `ranks` table is the library's: run_document.hpp).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "run_report.hpp"
 
@@ -21,11 +19,5 @@ using run::RankRow;
 // (pid 4242)" per rank;
 // empty when no process had a rank.
 std::string rank_summary(const RunResult& result);
-
-nlohmann::ordered_json ranks_json(const RunResult& result);
-// A process's "rank" and "local_rank" in the run JSON (null when unknown).
-void add_rank_fields(nlohmann::ordered_json& process, const RankInfo& rank);
-// gpumem's own rank, for the run JSON: {"rank", "local_rank", "variable"} or null.
-nlohmann::ordered_json own_rank_json(const RankInfo& rank);
 
 }  // namespace gpumem::cli

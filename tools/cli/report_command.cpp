@@ -11,7 +11,6 @@
 #include "job_report.hpp"
 #include "output_file.hpp"
 #include "report_output.hpp"
-#include "run_file.hpp"
 #include "terminal.hpp"
 #include "text_width.hpp"
 #include "usage.hpp"
@@ -55,7 +54,9 @@ int report_command(const ReportOptions& options) {
       continue;
     }
     std::string error;
-    std::optional<RunFile> run = read_run_file(path, &error);
+    // Without processes: what a report combines, in memory that does not grow with them.
+    std::optional<run::RunDocument> run =
+        run::read_run_document(path, &error, run::RunParts::without_processes);
     if (!run) {
       if (!options.skip_bad) {
         say(error + " (--skip-bad reports the other files)");
@@ -65,7 +66,7 @@ int report_command(const ReportOptions& options) {
       ++skipped;
       continue;
     }
-    runs.push_back(std::move(*run));
+    runs.push_back({path, std::move(*run)});
   }
   if (runs.empty()) {
     say("no run file could be read (" + std::to_string(skipped) + " skipped)");
@@ -80,17 +81,11 @@ int report_command(const ReportOptions& options) {
       written = false;
     }
   };
-  // File and host names may hold bytes that are not UTF-8: U+FFFD in the JSON, never a crash.
-  const auto json = [&] {
-    return report_json(report).dump(2, ' ', false,
-                                    nlohmann::ordered_json::error_handler_t::replace) +
-           "\n";
-  };
   // An output on stdout ('-') takes the tables' place.
   if (options.json_path != kStdoutPath && options.svg_path != kStdoutPath)
     std::cout << report_text(
         report, {chosen_width(options.width, STDOUT_FILENO), output_style(STDOUT_FILENO).unicode});
-  if (!options.json_path.empty()) write(options.json_path, json());
+  if (!options.json_path.empty()) write(options.json_path, run::report_document_text(report));
   if (!options.svg_path.empty()) write(options.svg_path, report_svg(report));
   std::cout.flush();
   return written ? 0 : 1;

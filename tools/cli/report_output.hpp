@@ -1,11 +1,10 @@
-// What `gpumem report` writes: the terminal tables, the JSON (gpumem.report/1) and the SVG.
+// What `gpumem report` shows: the terminal tables and the SVG (the JSON, gpumem.report/1, is the
+// library's writer: report_document.hpp).
 #pragma once
 
 #include <cstddef>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "job_report.hpp"
 
@@ -18,7 +17,6 @@ struct ReportStyle {
   bool unicode = false;
 };
 std::string report_text(const JobReport& report, const ReportStyle& style);  // report_text.cpp
-nlohmann::ordered_json report_json(const JobReport& report);                 // report_json.cpp
 std::string report_svg(const JobReport& report);                             // report_svg.cpp
 
 }  // namespace gpumem::cli

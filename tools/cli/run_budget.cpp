@@ -97,17 +97,13 @@ std::string budget_text(const std::vector<BudgetVerdict>& verdicts) {
   return out;
 }
 
-nlohmann::ordered_json budget_json(const std::vector<BudgetVerdict>& verdicts) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+std::vector<run::RunDocBudget> budget_entries(const std::vector<BudgetVerdict>& verdicts) {
+  std::vector<run::RunDocBudget> entries;
   for (const BudgetVerdict& verdict : verdicts) {
-    out.push_back({{"device", verdict.device},
-                   {"budget_bytes", verdict.budget},
-                   {"peak_bytes", verdict.peak},
-                   {"exceeded", verdict.exceeded},
-                   {"measured", verdict.measured},
-                   {"may_be_higher", verdict.may_be_higher}});
+    entries.push_back({verdict.device, verdict.budget, verdict.peak, verdict.exceeded,
+                       verdict.measured, verdict.may_be_higher});
   }
-  return out;
+  return entries;
 }
 
 }  // namespace gpumem::cli

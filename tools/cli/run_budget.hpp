@@ -6,10 +6,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "gpumem/device.hpp"
-#include "gpumem/internal/run_result.hpp"
+#include "gpumem/internal/run_document.hpp"
 
 namespace gpumem::cli {
 
@@ -55,6 +53,7 @@ std::vector<BudgetVerdict> judge_budgets(const run::RunResult& result,
 // One line per verdict of a device the command used: "gpumem: GPU 0 (NVIDIA H200): peak 2.1 GiB is
 // over the --max-peak budget of 2.0 GiB by 100.0 MiB (exact)", or "... is within ...".
 std::string budget_text(const std::vector<BudgetVerdict>& verdicts);
-nlohmann::ordered_json budget_json(const std::vector<BudgetVerdict>& verdicts);
+// The verdicts as the run document records them (its `budgets`).
+std::vector<run::RunDocBudget> budget_entries(const std::vector<BudgetVerdict>& verdicts);
 
 }  // namespace gpumem::cli

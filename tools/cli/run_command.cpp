@@ -83,9 +83,7 @@ bool write_reports(const RunOptions& options, const RunResult& result,
   };
   // Names (hosts, processes) may hold bytes that are not UTF-8: shown as U+FFFD, never a crash.
   write(options.json_path,
-        summary_json(result, budgets)
-                .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
-            "\n");
+        run::run_document_text(run::run_document(result, budget_entries(budgets))));
   write(options.timeline_path, timeline_csv(result.timeline));
   if (attribution != nullptr) {
     write(options.attribute_path,

@@ -3,25 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "child_process.hpp"
 #include "format.hpp"
 #include "rank_report.hpp"
 #include "text_width.hpp"
 
 namespace gpumem::cli {
 namespace {
-
-const char* mode_name(Mode mode) {
-  switch (mode) {
-    case Mode::automatic:
-      return "auto";
-    case Mode::exact:
-      return "exact";
-    case Mode::sampled:
-      return "sampled";
-  }
-  return "?";
-}
 
 std::string command_line(const std::vector<std::string>& command) {
   std::string line;
@@ -156,86 +143,6 @@ std::string summary_text(const RunResult& result, const SummaryStyle& style) {
     out += "\n";
   }
   return style.width ? wrap_lines(out, *style.width) : out;
-}
-
-nlohmann::ordered_json summary_json(const RunResult& result,
-                                    const std::vector<BudgetVerdict>& budgets) {
-  nlohmann::ordered_json devices = nlohmann::ordered_json::array();
-  for (const DeviceTrack& device : result.devices) {
-    devices.push_back({
-        {"device", device.info.device},
-        {"nvml_index", device.info.nvml_index},
-        {"name", device.info.name},
-        {"uuid", device.info.uuid},
-        {"total_bytes", device.info.memory.total},
-        {"quantity", "process_footprint"},
-        {"peak_bytes", command_peak(result, device)},
-        {"peak_time_s", command_peak_time(result, device)},
-        {"exact_peak_bytes", result.measured != Measured::sampled
-                                 ? nlohmann::ordered_json(device.exact_peak)
-                                 : nlohmann::ordered_json()},
-        {"sampled_peak_bytes", device.tree_peak},
-        {"context_bytes", result.measured != Measured::sampled
-                              ? nlohmann::ordered_json(device.context_bytes)
-                              : nlohmann::ordered_json()},
-        {"device_used_start_bytes", device.device_start},
-        {"device_used_peak_bytes", device.device_peak},
-        {"device_used_end_bytes", device.device_end},
-        {"unmapped_peak_bytes", device.unmapped_peak},
-        {"bounded_by_device_used", device.bounded_by_device},
-    });
-  }
-  nlohmann::ordered_json processes = nlohmann::ordered_json::array();
-  for (const ProcessReport& process : result.processes) {
-    processes.push_back(
-        {{"pid", process.peak.local_pid > 0 ? nlohmann::ordered_json(process.peak.local_pid)
-                                            : nlohmann::ordered_json()},
-         {"nvml_pid", process.peak.pid},
-         {"name", process.peak.name},
-         {"device", process.peak.device},
-         {"mode", process.exact ? "exact" : "sampled"},
-         {"reason",
-          process.exact ? nlohmann::ordered_json() : nlohmann::ordered_json(process.reason)},
-         {"sampled_peak_bytes", process.peak.peak}});
-    add_rank_fields(processes.back(), process.peak.rank);
-  }
-  return {
-      {"schema", "gpumem.run/1"},
-      {"command", result.command},
-      {"exit_code", result.exit.exit_code},
-      {"signal", result.exit.signal != 0 ? nlohmann::ordered_json(signal_name(result.exit.signal))
-                                         : nlohmann::ordered_json()},
-      {"elapsed_s", result.elapsed_s},
-      {"start_unix_s", result.start_unix_s},
-      {"end_unix_s", result.end_unix_s},
-      {"mode", to_string(result.measured)},
-      {"requested_mode", mode_name(result.requested)},
-      {"fallback_reason", result.fallback_reason.empty()
-                              ? nlohmann::ordered_json()
-                              : nlohmann::ordered_json(result.fallback_reason)},
-      {"exact_processes", result.exact_processes},
-      {"escaped_processes", result.escaped_processes},
-      {"descendants_running", result.descendants_running},
-      {"descendants_waited", result.descendants_waited},
-      {"interval_s", result.interval_s},
-      {"samples", result.samples},
-      {"devices", devices},
-      {"processes", processes},
-      {"pid_namespace",
-       {{"nvml_pids", result.nvml_pids_foreign ? "foreign" : "own"},
-        {"reason", result.nvml_pids_foreign ? nlohmann::ordered_json(result.pid_namespace_reason)
-                                            : nlohmann::ordered_json()},
-        {"matched", result.matched_pids},
-        {"unmatched", result.unmapped_processes},
-        {"nested", result.nested_namespaces}}},
-      {"host", result.host},
-      {"gpumem_rank", own_rank_json(result.own_rank)},
-      {"ranks", ranks_json(result)},
-      // --max-peak: each budgeted device's verdict (an empty list without budgets).
-      {"budgets", budget_json(budgets)},
-      {"budget_exceeded", std::any_of(budgets.begin(), budgets.end(),
-                                      [](const BudgetVerdict& v) { return v.exceeded; })},
-  };
 }
 
 std::string timeline_csv(std::vector<TimelineRow> rows) {

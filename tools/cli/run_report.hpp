@@ -5,11 +5,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "gpumem/internal/run_result.hpp"
 #include "gpumem/internal/run_timeline.hpp"
-#include "run_budget.hpp"
 
 namespace gpumem::cli {
 
@@ -28,6 +25,7 @@ using run::RankInfo;
 using run::RankPeaks;
 using run::RunResult;
 using run::Series;
+using run::signal_name;
 using run::TimelineRow;
 
 // How the summary is laid out: lines longer than `width` columns wrap at spaces (a word longer
@@ -43,9 +41,6 @@ std::string summary_text(const RunResult& result, const SummaryStyle& style = {}
 std::string ordinal_ranges(const std::vector<int>& ordinals, bool unicode);
 // Each line of `text` wrapped to `width` columns (above).
 std::string wrap_lines(const std::string& text, std::size_t width);
-// gpumem.run/1, with the --max-peak verdicts (empty without budgets).
-nlohmann::ordered_json summary_json(const RunResult& result,
-                                    const std::vector<BudgetVerdict>& budgets);
 std::string timeline_csv(std::vector<TimelineRow> rows);
 
 }  // namespace gpumem::cli

@@ -7,9 +7,8 @@
 #include "attribution/document.hpp"
 #include "diff/diff.hpp"
 #include "gpumem/internal/checked_json.hpp"
+#include "gpumem/internal/report_document.hpp"
 #include "gpumem/internal/torch_snapshot.hpp"
-#include "report_file.hpp"
-#include "run_file.hpp"
 
 namespace gpumem::cli::diff {
 namespace {
@@ -138,27 +137,28 @@ std::optional<Input> read_input(const std::string& path, std::string* error) {
   input.schema = *sniffer.schema;
   std::string why;
   if (starts_with(input.schema, "gpumem.run/")) {
-    std::optional<RunFile> run = read_run_file(path, &why);
+    std::optional<run::RunDocument> run =
+        run::read_run_document(path, &why, run::RunParts::without_processes);
     if (!run) {
       if (error != nullptr) *error = why;
       return std::nullopt;
     }
-    for (const RunFileDevice& device : run->devices)
+    for (const run::RunDocDevice& device : run->devices)
       input.devices.push_back({device.uuid, "", device.device, device.name, device.peak_bytes});
-    for (const RunFileRank& rank : run->ranks)
+    for (const run::RunDocRank& rank : run->ranks)
       input.ranks.push_back({rank.rank, rank.local_rank, run->host, rank.peak_bytes});
     return input;
   }
   if (starts_with(input.schema, "gpumem.report/")) {
-    std::optional<ReportFile> report = read_report_file(path, &why);
+    std::optional<run::JobReport> report = run::read_report_document(path, &why);
     if (!report) {
       if (error != nullptr) *error = why;
       return std::nullopt;
     }
-    for (const ReportFileDevice& device : report->devices)
+    for (const run::JobDevice& device : report->devices)
       input.devices.push_back(
           {device.uuid, device.node, device.device, device.name, device.peak_bytes});
-    for (const ReportFileRank& rank : report->ranks)
+    for (const run::JobRank& rank : report->ranks)
       input.ranks.push_back({rank.rank, rank.local_rank, rank.node, rank.peak_bytes});
     return input;
   }

@@ -103,11 +103,14 @@ struct ChildExit {
   int exit_code = 0;
   int signal = 0;  // the signal that killed it, 0 when it exited
 };
+// A signal by its name: "SIGTERM" for 15, "signal 99" for a number without one.
+std::string signal_name(int signal);
 
 enum class Mode { automatic, exact, sampled };
 // How the run was measured: every GPU process exactly, some of them, or none.
 enum class Measured { exact, mixed, sampled };
 const char* to_string(Measured measured);
+const char* to_string(Mode mode);  // "auto", "exact", "sampled"
 
 // One GPU process of the command on one device, and how it was measured.
 struct ProcessReport {
