@@ -37,6 +37,7 @@ from ._attribution import AttributionSnapshot, _python_frames, last_oom
 from ._memory import _GPUMemoryFields  # noqa: F401  (GPUMemory's base, named in the stubs)
 from ._trace import GPUMemTrace, SilentSwitch, TraceBytes, _SilentAttribute, gpu_mem_trace  # noqa: F401
 from ._steps import StepPeak, StepPeaks
+from ._run import read_run
 
 from ._native import version as __version__  # noqa: E402
 
@@ -68,6 +69,7 @@ __all__ = [
     "last_diagnostic",
     "last_oom",
     "preload_pytorch",
+    "read_run",
 ]
 
 

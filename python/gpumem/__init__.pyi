@@ -27,6 +27,7 @@ from ._native import (
     driver_version as driver_version,
     last_diagnostic as last_diagnostic,
 )
+from ._run import read_run as read_run
 from ._steps import (
     StepPeak as StepPeak,
     StepPeaks as StepPeaks,
@@ -66,6 +67,7 @@ __all__ = [
     "last_diagnostic",
     "last_oom",
     "preload_pytorch",
+    "read_run",
 ]
 
 def load_ipython_extension(ipython: Any) -> None: ...

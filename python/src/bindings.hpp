@@ -19,6 +19,7 @@ void bind_attribution(pybind11::module_& module);
 void bind_byte_size(pybind11::module_& module);
 void bind_output(pybind11::module_& module);
 void bind_peak(pybind11::module_& module);
+void bind_run(pybind11::module_& module);
 
 // A source by its name ("automatic", "exact", …); ValueError for any other.
 Source parse_source(const std::string& name);

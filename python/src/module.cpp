@@ -17,4 +17,5 @@ PYBIND11_MODULE(_native, module) {
   gpumem::python::bind_byte_size(module);
   gpumem::python::bind_output(module);
   gpumem::python::bind_peak(module);
+  gpumem::python::bind_run(module);
 }

@@ -124,16 +124,11 @@ SEAMS = {
     # gpumem.run/1 and gpumem.report/1 (gpumem/internal/run_document.hpp, report_document.hpp)
     "gpumem::run::signal_name",
     "gpumem::run::run_document",
-    "gpumem::run::run_document_json",
     "gpumem::run::run_document_text",
     "gpumem::run::read_run_document",
-    "gpumem::run::parse_run_document",
     "gpumem::run::combine_runs",
-    "gpumem::run::combine_usages",
-    "gpumem::run::report_document_json",
     "gpumem::run::report_document_text",
     "gpumem::run::read_report_document",
-    "gpumem::run::parse_report_document",
     # the sliding-window peaks the exporter serves (gpumem/internal/window_peak.hpp)
     "gpumem::detail::WindowPeak::WindowPeak",
     "gpumem::detail::WindowPeak::~WindowPeak",
@@ -155,7 +150,7 @@ SEAM_STRUCTS = ("gpumem::run::ProcessPeak", "gpumem::run::RankPeaks", "gpumem::r
                 "gpumem::run::RunDocRankDevice", "gpumem::run::RunDocPidNamespace",
                 "gpumem::run::RunDocOwnRank", "gpumem::run::RunDocBudget", "gpumem::run::RunFile",
                 "gpumem::run::JobReport", "gpumem::run::JobInput", "gpumem::run::JobDevice",
-                "gpumem::run::JobRank", "gpumem::run::JobNode", "gpumem::run::RunUsage")
+                "gpumem::run::JobRank", "gpumem::run::JobNode")
 
 
 def implicit_member(base: str) -> bool:

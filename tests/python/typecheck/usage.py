@@ -84,3 +84,12 @@ def training_steps() -> None:
         highest: List[StepPeak] = steps.take_highest()
         modes: List[str] = steps.modes
         print(epoch, highest, modes, steps.devices, steps.steps_done)
+
+
+def run_files(path: str) -> None:
+    run = read_run(path)
+    peaks: List[int] = [device.peak_bytes for device in run.devices]
+    exact: Optional[int] = run.devices[0].exact_peak_bytes
+    ranks: List[Optional[int]] = [rank.rank for rank in run.ranks]
+    text: str = run.to_json()
+    print(peaks, exact, ranks, text, run.mode, run.budget_exceeded)

@@ -104,6 +104,25 @@ struct JobReport {
 // The job's report from its run files, in the order given.
 JobReport combine_runs(const std::vector<RunFile>& runs);
 
+// The report as the text `gpumem report --json` writes (two-space indent, a final line break,
+// bytes that are not UTF-8 replaced by U+FFFD).
+std::string report_document_text(const JobReport& report);
+
+// "one_run", "highest", "sum", "sum_overlap_unknown": the JSON's words.
+const char* to_string(JobDevice::Combined combined);
+
+// Reads and checks `path` (a file of at most 256 MiB); nullopt with `error` naming the file and
+// what is wrong with it (another schema or version, a field missing or mistyped by its path, a
+// reference to a device or rank the report does not hold).
+std::optional<JobReport> read_report_document(const std::string& path, std::string* error);
+
+}  // namespace gpumem::run
+
+#pragma GCC visibility pop
+
+// Not exported: what gpumem's tools do not use (the library's own tests link its objects).
+namespace gpumem::run {
+
 // A device's figure from the runs that used it, each with its peak there and when it ran: the
 // highest sum of the peaks of the runs alive at one moment (a span that ends when another starts
 // counts as overlapping it: the bound stays on the safe side). Sets peak_bytes, runs_using,
@@ -114,22 +133,10 @@ struct RunUsage {
 };
 void combine_usages(JobDevice& device, const std::vector<RunUsage>& usages);
 
-// "one_run", "highest", "sum", "sum_overlap_unknown": the JSON's words.
-const char* to_string(JobDevice::Combined combined);
-
-// The report as JSON, and as the text `gpumem report --json` writes (two-space indent, a final
-// line break, bytes that are not UTF-8 replaced by U+FFFD).
+// The report as JSON (report_document_text's).
 nlohmann::ordered_json report_document_json(const JobReport& report);
-std::string report_document_text(const JobReport& report);
-
-// Reads and checks `path` (a file of at most 256 MiB); nullopt with `error` naming the file and
-// what is wrong with it (another schema or version, a field missing or mistyped by its path, a
-// reference to a device or rank the report does not hold).
-std::optional<JobReport> read_report_document(const std::string& path, std::string* error);
 // The same from text already read (`path` names it in errors).
 std::optional<JobReport> parse_report_document(std::string_view text, const std::string& path,
                                                std::string* error);
 
 }  // namespace gpumem::run
-
-#pragma GCC visibility pop

@@ -136,9 +136,8 @@ struct RunDocument {
 // rank rows), with the --max-peak verdicts `budgets` (budget_exceeded: any of them).
 RunDocument run_document(const RunResult& result, std::vector<RunDocBudget> budgets);
 
-// The document as JSON, and as the text `gpumem run --json` writes (two-space indent, a final
-// line break, bytes that are not UTF-8 replaced by U+FFFD).
-nlohmann::ordered_json run_document_json(const RunDocument& document);
+// The document as the text `gpumem run --json` writes (two-space indent, a final line break,
+// bytes that are not UTF-8 replaced by U+FFFD).
 std::string run_document_text(const RunDocument& document);
 
 // What the reader keeps: the whole document, or all but `processes` (what `gpumem report` and
@@ -151,10 +150,18 @@ enum class RunParts { whole, without_processes };
 // defaults above.
 std::optional<RunDocument> read_run_document(const std::string& path, std::string* error,
                                              RunParts parts = RunParts::whole);
+
+}  // namespace gpumem::run
+
+#pragma GCC visibility pop
+
+// Not exported: what gpumem's tools do not use (the library's own tests link its objects).
+namespace gpumem::run {
+
+// The document as JSON (run_document_text's).
+nlohmann::ordered_json run_document_json(const RunDocument& document);
 // The same from text already read (`path` names it in errors).
 std::optional<RunDocument> parse_run_document(std::string_view text, const std::string& path,
                                               std::string* error, RunParts parts = RunParts::whole);
 
 }  // namespace gpumem::run
-
-#pragma GCC visibility pop

@@ -1,0 +1,3 @@
+from ._native import RunDocument
+
+def read_run(path: str) -> RunDocument: ...
