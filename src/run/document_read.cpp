@@ -16,16 +16,60 @@ namespace cj = detail::json;
 constexpr cj::Caps kRunDocCaps{64ull << 20, 1u << 20};
 constexpr std::int64_t kMaxInt = std::numeric_limits<std::int64_t>::max();
 
-// What is kept (docs/cli.md, "What the readers keep"): the whole document, or all but processes.
-#define GPUMEM_RUN_KEPT                                                                   \
-  "command", "exit_code", "signal", "elapsed_s", "start_unix_s", "end_unix_s", "mode",    \
-      "requested_mode", "fallback_reason", "exact_processes", "escaped_processes",        \
-      "descendants_running", "descendants_waited", "interval_s", "samples", "devices",    \
-      "devices[]", "pid_namespace", "host", "gpumem_rank", "ranks", "ranks[]", "budgets", \
-      "budgets[]", "budget_exceeded"
-const cj::Kept kRunWhole{GPUMEM_RUN_KEPT, "processes", "processes[]"};
-const cj::Kept kRunWithoutProcesses{GPUMEM_RUN_KEPT};
-#undef GPUMEM_RUN_KEPT
+// What is kept (docs/cli.md, "What the readers keep"): the whole document, or its summary.
+const cj::Kept kRunWhole{"command",
+                         "exit_code",
+                         "signal",
+                         "elapsed_s",
+                         "start_unix_s",
+                         "end_unix_s",
+                         "mode",
+                         "requested_mode",
+                         "fallback_reason",
+                         "exact_processes",
+                         "escaped_processes",
+                         "descendants_running",
+                         "descendants_waited",
+                         "interval_s",
+                         "samples",
+                         "devices",
+                         "devices[]",
+                         "processes",
+                         "processes[]",
+                         "pid_namespace",
+                         "host",
+                         "gpumem_rank",
+                         "ranks",
+                         "ranks[]",
+                         "budgets",
+                         "budgets[]",
+                         "budget_exceeded"};
+const cj::Kept kRunSummary{"host",
+                           "gpumem_rank",
+                           "gpumem_rank.rank",
+                           "command",
+                           "exit_code",
+                           "elapsed_s",
+                           "interval_s",
+                           "start_unix_s",
+                           "end_unix_s",
+                           "mode",
+                           "devices",
+                           "devices[]",
+                           "devices[].device",
+                           "devices[].nvml_index",
+                           "devices[].name",
+                           "devices[].uuid",
+                           "devices[].total_bytes",
+                           "devices[].peak_bytes",
+                           "ranks",
+                           "ranks[]",
+                           "ranks[].rank",
+                           "ranks[].local_rank",
+                           "ranks[].device",
+                           "ranks[].uuid",
+                           "ranks[].peak_bytes",
+                           "ranks[].measured"};
 
 std::string check_run_document_schema(const cj::Json& schema) {
   if (!schema.is_string())
@@ -197,7 +241,7 @@ std::optional<RunDocument> run_read_document(const std::string& path, std::strin
   cj::Shape shape;
   shape.what = "a gpumem run file";
   shape.check_schema = check_run_document_schema;
-  shape.kept = parts == RunParts::whole ? &kRunWhole : &kRunWithoutProcesses;
+  shape.kept = parts == RunParts::whole ? &kRunWhole : &kRunSummary;
   shape.streamed = {"devices", "processes", "ranks", "budgets"};
   shape.restart = [&](const std::string& list) {
     if (list == "devices") run.devices.clear();

@@ -54,9 +54,9 @@ int report_command(const ReportOptions& options) {
       continue;
     }
     std::string error;
-    // Without processes: what a report combines, in memory that does not grow with them.
+    // Its summary: what a report combines, in memory that does not grow with its processes.
     std::optional<run::RunDocument> run =
-        run::read_run_document(path, &error, run::RunParts::without_processes);
+        run::read_run_document(path, &error, run::RunParts::summary);
     if (!run) {
       if (!options.skip_bad) {
         say(error + " (--skip-bad reports the other files)");

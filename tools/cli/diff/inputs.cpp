@@ -138,7 +138,7 @@ std::optional<Input> read_input(const std::string& path, std::string* error) {
   std::string why;
   if (starts_with(input.schema, "gpumem.run/")) {
     std::optional<run::RunDocument> run =
-        run::read_run_document(path, &why, run::RunParts::without_processes);
+        run::read_run_document(path, &why, run::RunParts::summary);
     if (!run) {
       if (error != nullptr) *error = why;
       return std::nullopt;

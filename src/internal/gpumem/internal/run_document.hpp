@@ -140,9 +140,13 @@ RunDocument run_document(const RunResult& result, std::vector<RunDocBudget> budg
 // bytes that are not UTF-8 replaced by U+FFFD).
 std::string run_document_text(const RunDocument& document);
 
-// What the reader keeps: the whole document, or all but `processes` (what `gpumem report` and
-// `gpumem diff` use: a file's memory then does not grow with its processes).
-enum class RunParts { whole, without_processes };
+// What the reader keeps: the whole document, or only what `gpumem report` and `gpumem diff` use
+// (`summary`: host, gpumem_rank.rank, command, exit_code, elapsed_s, interval_s, the times and
+// mode; per device its ordinal, NVML index, name, UUID, total and peak bytes; per rank its
+// numbers, device, UUID, peak bytes and how measured), every other field at its default: a
+// file's memory then does not grow with its processes, and each of 10k files is read at the
+// cost of its headline figures.
+enum class RunParts { whole, summary };
 
 // Reads and checks `path` (a file of at most 64 MiB); nullopt with `error` naming the file and
 // what is wrong with it (unreadable, not JSON or cut short, another schema or version, a field
