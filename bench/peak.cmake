@@ -31,3 +31,12 @@ add_executable(gpumem_bench_block_map ${CMAKE_CURRENT_LIST_DIR}/peak_block_map.c
 target_link_libraries(gpumem_bench_block_map PRIVATE benchmark::benchmark)
 gpumem_link_testing(gpumem_bench_block_map)
 gpumem_warnings(gpumem_bench_block_map)
+
+# An allocation or free under `gpumem run` against a minimal exact tracker and no tracker, in
+# paired rounds through the simulated CUDA + CUPTI (issue 32).
+add_executable(gpumem_bench_run_events ${CMAKE_CURRENT_LIST_DIR}/run_event_cost.cpp)
+target_link_libraries(gpumem_bench_run_events PRIVATE benchmark::benchmark)
+gpumem_link_testing(gpumem_bench_run_events)
+target_compile_definitions(gpumem_bench_run_events PRIVATE GPUMEM_SIM_DIR="${GPUMEM_SIM_DIR}")
+add_dependencies(gpumem_bench_run_events gpumem_sim)
+gpumem_warnings(gpumem_bench_run_events)
