@@ -16,13 +16,16 @@
 // Each figure is the median over rounds of (variant - none) / events; the ratios are the medians
 // of the rounds' own ratios, so that the machine's load moves both sides of each.
 #include <benchmark/benchmark.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <barrier>
 #include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -175,27 +178,64 @@ void let_go() {
   g_held.clear();
 }
 
+// The same churn on `threads` threads at once (each its own blocks), on threads that live as
+// long as the bench, as a program's own do: each keeps its in-flight slot and its line. The
+// parked thread spends no CPU time.
+class Crew {
+ public:
+  explicit Crew(int threads) : start_(threads), end_(threads) {
+    abi::CUcontext context = nullptr;
+    driver::cuda().ctxGetCurrent(&context);
+    for (int thread = 1; thread < threads; ++thread) {
+      workers_.emplace_back([this, context] {
+        driver::cuda().ctxSetCurrent(context);  // the main thread's, as a program's threads share
+        for (;;) {
+          start_.arrive_and_wait();
+          if (pairs_ < 0) return;
+          churn(pairs_);
+          end_.arrive_and_wait();
+        }
+      });
+    }
+  }
+  ~Crew() {
+    pairs_ = -1;
+    if (!workers_.empty()) start_.arrive_and_wait();
+    for (std::thread& worker : workers_) worker.join();
+  }
+  void churn_on_all(std::int64_t pairs) {
+    if (workers_.empty()) return churn(pairs);
+    pairs_ = pairs;
+    start_.arrive_and_wait();
+    churn(pairs);
+    end_.arrive_and_wait();
+  }
+
+ private:
+  std::barrier<> start_, end_;
+  std::int64_t pairs_ = 0;
+  std::vector<std::thread> workers_;
+};
+
+double process_cpu_ns() noexcept {
+  timespec now{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) * 1e9 + static_cast<double>(now.tv_nsec);
+}
+
 double median(std::vector<double> values) {
   std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
   return values[values.size() / 2];
 }
 
-// range(0): allocation + free pairs per round; range(1): live blocks held meanwhile.
-void BM_EventUnderRun(benchmark::State& state) {
-  const std::int64_t pairs = state.range(0);
-  const std::int64_t live = state.range(1);
-  const double events = 2.0 * static_cast<double>(pairs);
-  MinimalTracker minimal;
-  if (g_counters == nullptr && !join_counters()) {
-    state.SkipWithError("no counters file");
-    return;
-  }
-  struct Variant {
-    const char* name;
-    std::function<void()> before, after;
-    std::vector<double> ns;  // per event, each round
-  };
-  Variant variants[] = {
+struct Variant {
+  const char* name;
+  std::function<void()> before, after;
+  std::vector<double> ns;  // per event, each round
+};
+
+std::vector<Variant> make_variants(MinimalTracker& minimal) {
+  return {
       {"none", [] {}, [] {}, {}},
       {"minimal",
        [&] {
@@ -232,7 +272,23 @@ void BM_EventUnderRun(benchmark::State& state) {
        },
        {}},
   };
-  constexpr int kVariants = sizeof variants / sizeof variants[0];
+}
+
+// range(0): allocation + free pairs per round; range(1): live blocks held meanwhile.
+void BM_EventUnderRun(benchmark::State& state) {
+  const std::int64_t pairs = state.range(0);
+  const std::int64_t live = state.range(1);
+  const int threads = static_cast<int>(state.range(2));
+  const double events = 2.0 * static_cast<double>(pairs) * threads;
+  Crew crew(threads);
+  MinimalTracker minimal;
+  if (g_counters == nullptr && !join_counters()) {
+    state.SkipWithError("no counters file");
+    return;
+  }
+  g_counters->devices[g_device].peak.store(0);  // this sweep point's own
+  std::vector<Variant> variants = make_variants(minimal);
+  const int kVariants = static_cast<int>(variants.size());
   constexpr int kRounds = 9;
   for (auto _ : state) {
     for (int round = 0; round < kRounds; ++round) {
@@ -242,9 +298,9 @@ void BM_EventUnderRun(benchmark::State& state) {
         variant.before();
         hold(live);
         churn(pairs / 16);  // warm: the block map's table, the lines
-        const double start = bench::thread_cpu_ns();
-        churn(pairs);
-        variant.ns.push_back((bench::thread_cpu_ns() - start) / events);
+        const double start = process_cpu_ns();
+        crew.churn_on_all(pairs);
+        variant.ns.push_back((process_cpu_ns() - start) / events);
         let_go();
         variant.after();
       }
@@ -268,12 +324,46 @@ void BM_EventUnderRun(benchmark::State& state) {
       static_cast<double>(g_counters->devices[g_device].peak.load(std::memory_order_relaxed));
 }
 BENCHMARK(BM_EventUnderRun)
-    ->ArgNames({"pairs", "live_blocks"})
-    ->Args({100'000, 0})
-    ->Args({100'000, 1'000})
-    ->Args({100'000, 100'000})
+    ->ArgNames({"pairs", "live_blocks", "threads"})
+    ->Args({100'000, 0, 1})
+    ->Args({100'000, 1'000, 1})
+    ->Args({100'000, 10'000, 1})
+    ->Args({100'000, 0, 2})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
+
+// `--count-events N`: each variant's N pairs once, each in a function of its own, for callgrind
+// (`--collect-bus=yes` counts the locked instructions, its `Ge` event; docs/peaks.md).
+[[gnu::noinline]] void counted_none(std::int64_t pairs) {
+  churn(pairs);
+}
+[[gnu::noinline]] void counted_minimal(std::int64_t pairs) {
+  churn(pairs);
+}
+[[gnu::noinline]] void counted_exact(std::int64_t pairs) {
+  churn(pairs);
+}
+[[gnu::noinline]] void counted_run(std::int64_t pairs) {
+  churn(pairs);
+}
+[[gnu::noinline]] void counted_shared(std::int64_t pairs) {
+  churn(pairs);
+}
+
+int count_events(std::int64_t pairs) {
+  MinimalTracker minimal;
+  if (!join_counters()) return 1;
+  void (*const counted[])(std::int64_t) = {counted_none, counted_minimal, counted_exact,
+                                           counted_run, counted_shared};
+  std::vector<Variant> variants = make_variants(minimal);
+  for (std::size_t index = 0; index < variants.size(); ++index) {
+    variants[index].before();
+    churn(pairs);  // warm
+    counted[index](pairs);
+    variants[index].after();
+  }
+  return 0;
+}
 
 }  // namespace
 
@@ -286,6 +376,24 @@ int main(int argc, char** argv) {
   ::setenv("GPUMEM_CUDA_LIBRARY", (sim + "/libcuda.so.1").c_str(), 1);
   ::setenv("GPUMEM_CUPTI_LIBRARY", (sim + "/libcupti.so.13").c_str(), 1);
   gpumem::preload();  // a current context, as in a CUDA program
+  // A CUDA program has threads of its own (the driver starts some): glibc takes a mutex without
+  // a locked instruction while a process has one thread only, which no CUDA program is.
+  std::mutex parked;
+  parked.lock();
+  std::thread other([&] { const std::lock_guard wait(parked); });
+  struct Unpark {
+    std::mutex& parked;
+    std::thread& other;
+    ~Unpark() {
+      parked.unlock();
+      other.join();
+    }
+  } unpark{parked, other};
+  if (argc == 3 && std::string(argv[1]) == "--count-events") {
+    const int status = count_events(std::stoll(argv[2]));
+    std::remove(state.c_str());
+    return status;
+  }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
