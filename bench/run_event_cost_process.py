@@ -28,6 +28,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default="build")
     parser.add_argument("--gpumem", help="another gpumem (default: the build's), its libraries beside it")
+    parser.add_argument("--before", help="a second gpumem to compare (variant `before`)")
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--small", type=int, default=10_000)
@@ -56,11 +57,12 @@ def main():
         variant_env = dict(env)
         if variant == "minimal":
             variant_env["CUDA_INJECTION64_PATH"] = tracker
-        elif variant == "run":
-            command = [gpumem, "run", "--mode", "exact", "--json", run_json, "--"] + command
+        elif variant in ("run", "before"):
+            tool = gpumem if variant == "run" else os.path.abspath(args.before)
+            command = [tool, "run", "--mode", "exact", "--json", run_json, "--"] + command
         subprocess.run(command, env=variant_env, check=True, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
-        if variant == "run":
+        if variant in ("run", "before"):
             with open(run_json) as file:
                 document = json.load(file)
             if document.get("mode") != "exact":
@@ -72,7 +74,7 @@ def main():
                     return float(fields[0])
         raise SystemExit("perf stat gave no task-clock")
 
-    variants = ["none", "minimal", "run"]
+    variants = ["none", "minimal", "run"] + (["before"] if args.before else [])
     per_event = {name: [] for name in variants}
     ratios = []
     events = 2 * (args.large - args.small)
@@ -86,15 +88,18 @@ def main():
             spans[name] = (large - small) * 1e6 / events  # ns per event
         for name in variants:
             per_event[name].append(spans[name] - (spans["none"] if name != "none" else 0))
-        ratios.append(per_event["run"][-1] / per_event["minimal"][-1])
+        ratios.append({name: per_event[name][-1] / per_event["minimal"][-1]
+                       for name in variants[2:]})
     print(f"events per process: {2 * args.small} and {2 * args.large}; "
           f"{args.rounds} rounds of {args.repeat}")
     print(f"none: {statistics.median(per_event['none']):.1f} ns per event (the simulated driver)")
-    for name in ("minimal", "run"):
+    for name in variants[1:]:
         print(f"{name}: +{statistics.median(per_event[name]):.1f} ns per event "
               f"(rounds: {min(per_event[name]):.1f} to {max(per_event[name]):.1f})")
-    print(f"run / minimal: {statistics.median(ratios):.2f} "
-          f"(rounds: {min(ratios):.2f} to {max(ratios):.2f})")
+    for name in variants[2:]:
+        each = [ratio[name] for ratio in ratios]
+        print(f"{name} / minimal: {statistics.median(each):.2f} "
+              f"(rounds: {min(each):.2f} to {max(each):.2f})")
 
 
 if __name__ == "__main__":
