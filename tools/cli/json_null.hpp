@@ -1,5 +1,5 @@
-// An optional value as JSON: the value, or null when there is none. The one spelling of "absent"
-// in every document the command writes.
+// An optional value as JSON: the value, or null when there is none: how `gpumem diff`'s JSON
+// (gpumem.diff/1) spells "absent" (the run and report documents are the library's writers').
 #pragma once
 
 #include <nlohmann/json.hpp>
