@@ -108,8 +108,9 @@ JobReport combine_runs(const std::vector<RunFile>& runs);
 // bytes that are not UTF-8 replaced by U+FFFD).
 std::string report_document_text(const JobReport& report);
 
-// "one_run", "highest", "sum", "sum_overlap_unknown": the JSON's words.
-const char* to_string(JobDevice::Combined combined);
+// "one_run", "highest", "sum", "sum_overlap_unknown": the JSON's words. No tool calls it (the
+// writer is the library's): hidden in libgpumem.so.
+__attribute__((visibility("hidden"))) const char* to_string(JobDevice::Combined combined);
 
 // Reads and checks `path` (a file of at most 256 MiB); nullopt with `error` naming the file and
 // what is wrong with it (another schema or version, a field missing or mistyped by its path, a

@@ -262,10 +262,16 @@ std::optional<std::uint64_t> open_file(const std::string& path, const std::strin
 // Reads the document in `path` / `text` as `shape` says: the root object holding what was kept
 // (the streamed lists empty), or nullopt with `error` "path: why" (the file, the JSON, the
 // schema, the first field in error by its path, a token over its cap, out of memory).
-std::optional<Json> read_file(const std::string& path, const Shape& shape, const Caps& caps,
-                              std::string* error);
-std::optional<Json> read_text(std::string_view text, const std::string& path, const Shape& shape,
-                              const Caps& caps, std::string* error);
+// No tool calls them (each format's reader is the library's): hidden in libgpumem.so.
+__attribute__((visibility("hidden"))) std::optional<Json> read_file(const std::string& path,
+                                                                    const Shape& shape,
+                                                                    const Caps& caps,
+                                                                    std::string* error);
+__attribute__((visibility("hidden"))) std::optional<Json> read_text(std::string_view text,
+                                                                    const std::string& path,
+                                                                    const Shape& shape,
+                                                                    const Caps& caps,
+                                                                    std::string* error);
 // The same from a stream of `size` bytes.
 // No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
 __attribute__((visibility("hidden"))) std::optional<Json> read_stream(
