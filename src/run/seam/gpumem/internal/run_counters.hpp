@@ -47,9 +47,7 @@ inline constexpr std::uint64_t kEventRingSize = 1u << 16;
 using Uuid = std::array<unsigned char, 16>;
 // "GPU-1b0a4a6e-0b8f-…", "MIG-…" or the bare hex: the 16 bytes; nullopt for anything else (the
 // pre-R470 "MIG-GPU-…/gi/ci" names carry no UUID of their own).
-#pragma GCC visibility push(default)
 std::optional<Uuid> parse_uuid(std::string_view text);
-#pragma GCC visibility pop
 
 // What one process holds, so the monitor can tell its context apart from its events and give back
 // what a process that died without freeing (SIGKILL, _exit) held: the driver frees it, and no
@@ -312,8 +310,6 @@ inline std::size_t process_slots_used(const RunCounters& counters) noexcept {
   return static_cast<std::size_t>(std::clamp(used, 0, kMaxProcesses));
 }
 
-#pragma GCC visibility push(default)
-
 // The device slot for `uuid`: the one already named so, or the first free one, named now.
 // Lock-free (a compare-and-swap on the slot's state); -1 when all kMaxDevices are taken.
 int find_or_claim_device(RunCounters& counters, const Uuid& uuid) noexcept;
@@ -364,17 +360,22 @@ void ring_doorbell(RunCounters& counters) noexcept;
 // Answers request `asked` of `slot` and wakes its process.
 void answer_reading(ProcessSlot& slot, std::uint32_t asked, std::uint32_t answer) noexcept;
 
+// The monitor's: a sealed memory file (it can neither shrink nor grow) with its pages allocated,
+// left open (`descriptor`, the caller closes it after unmapping) for the command to inherit;
+// `path` names it through /proc.
+RunCounters* create_run_counters(std::string* path, int* descriptor, std::string* error);
+
+// No tool calls this seam (the injection library joins a run through run_process.hpp), so it is
+// hidden in libgpumem.so, but for this one function: the package's one-engine test
+// (tests/package/one_engine_test.cpp) links libgpumem.so as a program does and maps the counters
+// the injection library in its process counts into.
+#pragma GCC visibility push(default)
 // Maps the file (created by the monitor, or opened by a measured process); nullptr on failure.
 // `create` sizes and initialises it.
 // A process of the command whose own /proc hides the monitor's (a pid namespace with a /proc of
 // its own) opens the descriptor it inherited, named by the path's tail.
 RunCounters* map_run_counters(const std::string& path, bool create, std::string* error);
-// The monitor's: a sealed memory file (it can neither shrink nor grow) with its pages allocated,
-// left open (`descriptor`, the caller closes it after unmapping) for the command to inherit;
-// `path` names it through /proc.
-RunCounters* create_run_counters(std::string* path, int* descriptor, std::string* error);
-void unmap_run_counters(RunCounters* counters);
-
 #pragma GCC visibility pop
+void unmap_run_counters(RunCounters* counters);
 
 }  // namespace gpumem::run
