@@ -105,7 +105,9 @@ TEST(RunEdges, AProcessWhoseCallsNeverPauseKeepsItsContext) {
   const std::int64_t events = device["exact_peak_bytes"];
   EXPECT_GE(events, 101 * kMiB);
   EXPECT_LE(events, 104 * kMiB);
-  EXPECT_EQ(device["peak_bytes"].get<std::int64_t>(), events + 500 * kMiB) << device.dump(2);
+  // At least the events' peak on the context (a sample may have seen more: the events' figure is
+  // the low end of a range where allocations and frees overlapped, below).
+  EXPECT_GE(device["peak_bytes"].get<std::int64_t>(), events + 500 * kMiB) << device.dump(2);
   EXPECT_EQ(device["context_bytes"], 500 * kMiB);
   const std::int64_t held = edge.device["used_peak_bytes"];
   EXPECT_GE(held, 601 * kMiB);
