@@ -130,12 +130,14 @@ TEST(RunOverlap, AFreeThatReturnsLateWhileAnotherProcessAllocatesIsNotCountedAsH
   const std::string folder = temporary_folder();
   const std::string json = folder + "/summary.json";
   const std::string go = folder + "/go";
-  const std::string freer = "env GPUMEM_SIM_FAULTS=memory_return_delay=1000000 " +
-                            workload("alloc x 100MiB; wait_for " + go + "1; free x");
+  const std::string freer =
+      "env GPUMEM_SIM_FAULTS=memory_return_delay=1000000 " +
+      workload("alloc x 100MiB; wait_for " + go + "1; free x; wait_for " + go + "3");
   const std::string allocator =
       workload("alloc z 1MiB; wait_for " + go + "2; alloc y 100MiB; wait_for " + go + "3");
   BackgroundCommand run(
       {gpumem_binary(), "run", "--json", json, "--", "sh", "-c", freer + " & " + allocator});
+  // Each state polled for stays until the test moves on: no window can be missed under load.
   until_the_device_holds(1101 * kMiB);  // both contexts, x and z
   std::ofstream(go + "1").put('\n');
   until_the_device_holds(1001 * kMiB);  // x released; its free returns in 1 s
@@ -157,16 +159,19 @@ TEST(RunOverlap, AnAllocationThatReturnsLateWhileAnotherProcessFreesIsCountedAsH
   const std::string folder = temporary_folder();
   const std::string json = folder + "/summary.json";
   const std::string go = folder + "/go";
-  const std::string allocator =
-      "env GPUMEM_SIM_FAULTS=memory_return_delay=1000000 " +
-      workload("alloc z 1MiB; wait_for " + go + "1; alloc y 100MiB; free y; free z");
-  const std::string freer = workload("alloc x 100MiB; wait_for " + go + "2; free x");
+  const std::string allocator = "env GPUMEM_SIM_FAULTS=memory_return_delay=1000000 " +
+                                workload("alloc z 1MiB; wait_for " + go +
+                                         "1; alloc y 100MiB; wait_for " + go + "3; free y; free z");
+  const std::string freer =
+      workload("alloc x 100MiB; wait_for " + go + "2; free x; wait_for " + go + "3");
   BackgroundCommand run(
       {gpumem_binary(), "run", "--json", json, "--", "sh", "-c", allocator + " & " + freer});
   until_the_device_holds(1101 * kMiB);  // both contexts, x and z
   std::ofstream(go + "1").put('\n');
   until_the_device_holds(1201 * kMiB);  // y charged; its allocation returns in 1 s
   std::ofstream(go + "2").put('\n');
+  until_the_device_holds(1101 * kMiB);  // x released
+  std::ofstream(go + "3").put('\n');
   Overlap overlap{run.wait(std::chrono::seconds(60)), {}, {}};
   overlap.summary = nlohmann::json::parse(read_file(json));
   overlap.device = nlohmann::json::parse(run_command({sim_tool(), "show"}).out)["devices"][0];
