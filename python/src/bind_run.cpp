@@ -23,8 +23,10 @@ void bind_run(py::module_& module) {
       .def_readonly("total_bytes", &RunDocDevice::total_bytes)
       .def_readonly("quantity", &RunDocDevice::quantity)
       .def_readonly("peak_bytes", &RunDocDevice::peak_bytes)
+      .def_readonly("peak_at_most_bytes", &RunDocDevice::peak_at_most_bytes)
       .def_readonly("peak_time_s", &RunDocDevice::peak_time_s)
       .def_readonly("exact_peak_bytes", &RunDocDevice::exact_peak_bytes)
+      .def_readonly("exact_peak_at_most_bytes", &RunDocDevice::exact_peak_at_most_bytes)
       .def_readonly("sampled_peak_bytes", &RunDocDevice::sampled_peak_bytes)
       .def_readonly("context_bytes", &RunDocDevice::context_bytes)
       .def_readonly("device_used_start_bytes", &RunDocDevice::device_used_start_bytes)
@@ -72,7 +74,8 @@ void bind_run(py::module_& module) {
       .def_readonly("peak_bytes", &RunDocBudget::peak_bytes)
       .def_readonly("exceeded", &RunDocBudget::exceeded)
       .def_readonly("measured", &RunDocBudget::measured)
-      .def_readonly("may_be_higher", &RunDocBudget::may_be_higher);
+      .def_readonly("may_be_higher", &RunDocBudget::may_be_higher)
+      .def_readonly("peak_at_most_bytes", &RunDocBudget::peak_at_most_bytes);
   py::class_<RunDocument>(module, "RunDocument",
                           "A gpumem run file (gpumem.run/1), as the library reads it")
       .def_readonly("command", &RunDocument::command)

@@ -122,6 +122,8 @@ RunDocDevice run_read_device(const cj::Object& device) {
   entry.quantity = device.optional_text("quantity").value_or("process_footprint");
   entry.peak_time_s = device.optional_seconds("peak_time_s").value_or(0);
   entry.exact_peak_bytes = device.optional_bytes("exact_peak_bytes");
+  entry.peak_at_most_bytes = device.optional_bytes("peak_at_most_bytes");
+  entry.exact_peak_at_most_bytes = device.optional_bytes("exact_peak_at_most_bytes");
   entry.sampled_peak_bytes = run_optional_count(device, "sampled_peak_bytes");
   entry.context_bytes = device.optional_bytes("context_bytes");
   entry.device_used_start_bytes = run_optional_count(device, "device_used_start_bytes");
@@ -176,6 +178,7 @@ RunDocBudget run_read_budget(const cj::Object& budget) {
   entry.exceeded = run_flag_or(budget, "exceeded", false);
   entry.measured = budget.one_of("measured", {"exact", "mixed", "sampled"});
   entry.may_be_higher = run_flag_or(budget, "may_be_higher", false);
+  entry.peak_at_most_bytes = budget.optional_bytes("peak_at_most_bytes");
   return entry;
 }
 

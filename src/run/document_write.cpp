@@ -23,8 +23,10 @@ RunDocDevice device_entry(const RunResult& result, const DeviceTrack& device) {
   entry.uuid = device.info.uuid;
   entry.total_bytes = static_cast<std::int64_t>(device.info.memory.total);
   entry.peak_bytes = command_peak(result, device);
+  entry.peak_at_most_bytes = command_peak_at_most(result, device);
   entry.peak_time_s = command_peak_time(result, device);
   if (!sampled) entry.exact_peak_bytes = device.exact_peak;
+  if (entry.peak_at_most_bytes) entry.exact_peak_at_most_bytes = device.exact_peak_upper;
   entry.sampled_peak_bytes = device.tree_peak;
   if (!sampled) entry.context_bytes = device.context_bytes;
   entry.device_used_start_bytes = device.device_start;
@@ -116,8 +118,11 @@ nlohmann::ordered_json run_document_json(const RunDocument& document) {
         {"total_bytes", device.total_bytes},
         {"quantity", device.quantity},
         {"peak_bytes", device.peak_bytes},
+        // An exact run's peak bounded to a range by calls in flight together: its high end.
+        {"peak_at_most_bytes", doc_or_null(device.peak_at_most_bytes)},
         {"peak_time_s", device.peak_time_s},
         {"exact_peak_bytes", doc_or_null(device.exact_peak_bytes)},
+        {"exact_peak_at_most_bytes", doc_or_null(device.exact_peak_at_most_bytes)},
         {"sampled_peak_bytes", device.sampled_peak_bytes},
         {"context_bytes", doc_or_null(device.context_bytes)},
         {"device_used_start_bytes", device.device_used_start_bytes},
@@ -166,7 +171,8 @@ nlohmann::ordered_json run_document_json(const RunDocument& document) {
                        {"peak_bytes", budget.peak_bytes},
                        {"exceeded", budget.exceeded},
                        {"measured", budget.measured},
-                       {"may_be_higher", budget.may_be_higher}});
+                       {"may_be_higher", budget.may_be_higher},
+                       {"peak_at_most_bytes", doc_or_null(budget.peak_at_most_bytes)}});
   }
   DocJson own;
   if (document.gpumem_rank) {

@@ -67,6 +67,7 @@ SEAMS = {
     "gpumem::run::temporary_folder",
     "gpumem::run::command_peak",
     "gpumem::run::command_peak_time",
+    "gpumem::run::command_peak_at_most",
     "gpumem::run::device_rise",
     "gpumem::run::device_used",
     "gpumem::run::rank_rows",
@@ -132,7 +133,7 @@ SEAM_STRUCTS = ("gpumem::run::ProcessPeak", "gpumem::run::RankPeaks", "gpumem::r
                 "gpumem::run::RunDocRankDevice", "gpumem::run::RunDocPidNamespace",
                 "gpumem::run::RunDocOwnRank", "gpumem::run::RunDocBudget", "gpumem::run::RunFile",
                 "gpumem::run::JobReport", "gpumem::run::JobInput", "gpumem::run::JobDevice",
-                "gpumem::run::JobRank", "gpumem::run::JobNode")
+                "gpumem::run::JobRank", "gpumem::run::JobNode", "gpumem::run::DeviceTrack")
 
 
 def implicit_member(base: str) -> bool:

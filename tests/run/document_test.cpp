@@ -109,6 +109,24 @@ TEST(RunDocument, TheDocumentHoldsTheFiguresTheLibraryDecided) {
   EXPECT_TRUE(document.budget_exceeded);
   EXPECT_EQ(document.descendants_running, std::vector<std::int64_t>{4300});
 
+  // Mixed: no range.
+  EXPECT_EQ(document.devices[0].peak_at_most_bytes, std::nullopt);
+  EXPECT_EQ(document.devices[0].exact_peak_at_most_bytes, std::nullopt);
+
+  // Exact, with calls in flight together at the peak: the range's high ends, read back whole.
+  RunResult ranged = result;
+  ranged.measured = Measured::exact;
+  ranged.devices[0].exact_peak_upper = 157286400 + 1048576;
+  const RunDocument range = run_document(ranged, {});
+  ASSERT_TRUE(range.devices[0].peak_at_most_bytes);
+  EXPECT_EQ(range.devices[0].peak_at_most_bytes, command_peak_at_most(ranged, ranged.devices[0]));
+  EXPECT_EQ(range.devices[0].exact_peak_at_most_bytes, 157286400 + 1048576);
+  std::string error;
+  const auto range_read = parse_run_document(run_document_text(range), "range.json", &error);
+  ASSERT_TRUE(range_read) << error;
+  EXPECT_EQ(range_read->devices[0].exact_peak_at_most_bytes, 157286400 + 1048576);
+  EXPECT_EQ(run_document_text(*range_read), run_document_text(range));
+
   // Sampled, the exact figures are null and the headline is NVML's.
   RunResult sampled_run = result;
   sampled_run.measured = Measured::sampled;

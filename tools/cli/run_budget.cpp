@@ -73,7 +73,8 @@ std::vector<BudgetVerdict> judge_budgets(const run::RunResult& result,
         judge_peak(verdict.peak, verdict.budget, result.measured == Measured::exact);
     verdict.exceeded = judged.exceeded;
     verdict.over = judged.over_bytes;
-    verdict.may_be_higher = judged.may_be_higher;
+    verdict.at_most = command_peak_at_most(result, device);
+    verdict.may_be_higher = judged.may_be_higher || verdict.at_most.has_value();
     verdict.measured = to_string(result.measured);
     verdicts.push_back(std::move(verdict));
   }
@@ -90,8 +91,14 @@ std::string budget_text(const std::vector<BudgetVerdict>& verdicts) {
     out += verdict.exceeded ? "over the --max-peak budget of " + format_bytes(verdict.budget) +
                                   " by " + format_bytes(verdict.over)
                             : "within the --max-peak budget of " + format_bytes(verdict.budget);
-    out += verdict.may_be_higher ? " (" + verdict.measured + ": the peak may have been higher)"
-                                 : " (" + verdict.measured + ")";
+    if (verdict.at_most) {
+      out += " (" + verdict.measured + " to a range: the peak may have been up to " +
+             format_bytes(*verdict.at_most) +
+             (!verdict.exceeded && *verdict.at_most > verdict.budget ? ", over the budget)" : ")");
+    } else {
+      out += verdict.may_be_higher ? " (" + verdict.measured + ": the peak may have been higher)"
+                                   : " (" + verdict.measured + ")";
+    }
     out += "\n";
   }
   return out;
@@ -101,7 +108,7 @@ std::vector<run::RunDocBudget> budget_entries(const std::vector<BudgetVerdict>& 
   std::vector<run::RunDocBudget> entries;
   for (const BudgetVerdict& verdict : verdicts) {
     entries.push_back({verdict.device, verdict.budget, verdict.peak, verdict.exceeded,
-                       verdict.measured, verdict.may_be_higher});
+                       verdict.measured, verdict.may_be_higher, verdict.at_most});
   }
   return entries;
 }

@@ -68,6 +68,14 @@ std::string summary_text(const RunResult& result, const SummaryStyle& style) {
            "\n";
   } else if (exact && result.exact_processes == 0) {
     out += "gpumem: measured exactly: no process of the command used CUDA\n";
+  } else if (exact && std::any_of(result.devices.begin(), result.devices.end(),
+                                  [&](const DeviceTrack& device) {
+                                    return command_peak_at_most(result, device).has_value();
+                                  })) {
+    out += "gpumem: measured from the CUDA memory events of " +
+           plural(result.exact_processes, "process", "processes") +
+           ", to a range where calls that allocated and freed were in flight together at the peak"
+           " (the driver does not say which of them came first)\n";
   } else if (exact) {
     out += "gpumem: measured exactly (CUDA memory events of " +
            plural(result.exact_processes, "process", "processes") + ")\n";
@@ -90,10 +98,16 @@ std::string summary_text(const RunResult& result, const SummaryStyle& style) {
       continue;
     }
     // Names (a process's, the device's) are shown through printable(): no terminal control.
+    const std::optional<std::int64_t> at_most = command_peak_at_most(result, device);
     out += "gpumem: GPU " + std::to_string(device.info.device) + " (" +
            printable(device.info.name) + "): peak " + format_bytes(command_peak(result, device)) +
-           " process footprint";
-    if (exact) {
+           (at_most ? " to " + format_bytes(*at_most) : "") + " process footprint";
+    if (exact && at_most) {
+      out += " (CUDA events " + format_bytes(device.exact_peak) + " to " +
+             format_bytes(device.exact_peak_upper) + ", with contexts " +
+             format_bytes(device.footprint_peak) + ", NVML's per-process figures " +
+             format_bytes(device.tree_peak) + ")";
+    } else if (exact) {
       out += " (CUDA events " + format_bytes(device.exact_peak) + ", with contexts " +
              format_bytes(device.footprint_peak) + ", NVML's per-process figures " +
              format_bytes(device.tree_peak) + ")";

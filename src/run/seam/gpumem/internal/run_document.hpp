@@ -35,8 +35,12 @@ struct RunDocDevice {
   std::string uuid;  // empty when the run could not tell
   std::int64_t total_bytes = 0;
   std::int64_t peak_bytes = 0;  // the command's peak there (command_peak)
+  // Where calls in flight together bound the peak to a range: its high end (command_peak_at_most;
+  // peak_bytes is the low end); null where the peak is known to the byte.
+  std::optional<std::int64_t> peak_at_most_bytes;
   double peak_time_s = 0;
-  std::optional<std::int64_t> exact_peak_bytes;  // null when sampled
+  std::optional<std::int64_t> exact_peak_bytes;          // null when sampled
+  std::optional<std::int64_t> exact_peak_at_most_bytes;  // the events' range's high end, likewise
   std::int64_t sampled_peak_bytes = 0;
   std::optional<std::int64_t> context_bytes;  // null when sampled
   std::int64_t device_used_start_bytes = 0;
@@ -102,6 +106,7 @@ struct RunDocBudget {
   bool exceeded = false;
   std::string measured;  // exact, mixed or sampled
   bool may_be_higher = false;
+  std::optional<std::int64_t> peak_at_most_bytes;  // a range's high end (peak_bytes its low end)
 };
 
 struct RunDocument {
