@@ -135,6 +135,14 @@ BackgroundCommand::~BackgroundCommand() {
   std::filesystem::remove(err_path_);
 }
 
+bool BackgroundCommand::running() const {
+  siginfo_t info{};
+  if (pid_ <= 0) return false;
+  if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0)
+    return false;
+  return info.si_pid == 0;
+}
+
 bool BackgroundCommand::wait_for_output(const std::string& text,
                                         std::chrono::seconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;

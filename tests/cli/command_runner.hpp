@@ -30,6 +30,8 @@ class BackgroundCommand {
   BackgroundCommand& operator=(const BackgroundCommand&) = delete;
   ~BackgroundCommand();
   pid_t pid() const { return pid_; }
+  // Whether it has not exited yet (it is not reaped: wait() still returns its status).
+  bool running() const;
   // Waits until its stdout holds `text`; false after `timeout`.
   bool wait_for_output(const std::string& text,
                        std::chrono::seconds timeout = std::chrono::seconds(30)) const;

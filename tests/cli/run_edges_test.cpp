@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,8 +34,17 @@ struct Edge {
   nlohmann::json device;  // `gpumem-sim show`'s device 0 after the run
 };
 
+// The simulator's own figures. A `show` that failed or was killed (run_command's minute) says
+// so with its status and error, not as JSON that cannot be parsed.
 nlohmann::json sim_device() {
+  const auto started = std::chrono::steady_clock::now();
   const CommandResult show = run_command({sim_tool(), "show"});
+  if (show.exit_code != 0 || show.out.empty()) {
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started);
+    throw std::runtime_error("gpumem-sim show exited with " + std::to_string(show.exit_code) +
+                             " after " + std::to_string(took.count()) + " ms: " + show.err);
+  }
   return nlohmann::json::parse(show.out)["devices"][0];
 }
 
@@ -163,11 +173,14 @@ TEST_P(RunEdgesConcurrent, ManyShortProcessesKeepEveryContext) {
   // A budget 1 byte below what the device held.
   BackgroundCommand run({gpumem_binary(), "run", "--json", json, "--max-peak",
                          std::to_string(processes * 510 * kMiB - 1) + "B", "--", "sh", "-c", line});
-  // Released once every process holds its block (the simulator says so, not a clock).
+  // Released once every process holds its block (the simulator says so, not a clock). Each
+  // process waits a minute for the release: a wait that outlasts it says what the device held.
   for (;;) {
     const nlohmann::json device = sim_device();
     if (device["used_bytes"] == static_cast<std::int64_t>(processes) * 510 * kMiB) break;
     ASSERT_LT(device["used_bytes"].get<std::int64_t>(), processes * 510 * kMiB);
+    ASSERT_TRUE(run.running()) << "the run ended before every process held its block: "
+                               << device.dump(2);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling the device, no sync
   }
   std::ofstream(go).put('\n');
