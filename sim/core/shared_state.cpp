@@ -247,13 +247,13 @@ void SharedState::maybe_reclaim() {
   if (now - last < kReclaimIntervalNs) return;
   if (!last_reclaim_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
   if (watching_.exchange(true, std::memory_order_acquire)) return;  // another thread is at it
-  reclaim_exited();
+  reclaim_exited(false);
   watching_.store(false, std::memory_order_release);
 }
 
-void SharedState::reclaim_exited() {
+void SharedState::reclaim_exited(bool thorough) {
   if (!watch_.usable()) {
-    reclaim_dead_on(0, device_count(), false);
+    reclaim_dead_on(0, device_count(), thorough);
     return;
   }
   std::vector<ExitWatch::Process> gone;
@@ -280,7 +280,10 @@ void SharedState::reclaim_exited() {
             gone.push_back(process);
             break;
           case ExitWatch::Watch::unwatched:  // asked about the old way, and again next time
-            if (!process_exists(process.pid)) gone.push_back(process);
+            if (thorough ? !process_alive(process.pid, process.start_time)
+                         : !process_exists(process.pid)) {
+              gone.push_back(process);
+            }
             break;
         }
       }
@@ -323,7 +326,18 @@ MemoryNumbers SharedState::memory(unsigned index) {
 }
 
 std::vector<ProcessUsage> SharedState::processes(unsigned index) {
-  reclaim_dead_on(index, index + 1, true);
+  // As exact as asking about each process (a new holder is checked against its start time when
+  // first watched, and an exited one, zombie or not, is reported by the kernel), without a
+  // system call per process at every list: where the kernel can tell, and no other thread is
+  // at it, reclaim_exited(); else each of the device's processes is asked about.
+  if (!watching_.exchange(true, std::memory_order_acquire)) {
+    const bool watched = watch_.usable();
+    if (watched) reclaim_exited(true);
+    watching_.store(false, std::memory_order_release);
+    if (!watched) reclaim_dead_on(index, index + 1, true);
+  } else {
+    reclaim_dead_on(index, index + 1, true);
+  }
   std::vector<ProcessUsage> result;
   for (const UsageSlot& slot : file_->usage[index].slots) {
     const std::uint32_t pid = slot.pid.load(std::memory_order_acquire);

@@ -98,7 +98,8 @@ class SharedState {
   std::uint64_t used_peak(unsigned index) const {
     return file_->usage[index].used_peak.load(std::memory_order_acquire);
   }
-  // Exact: the device's dead processes (zombies and reused pids too) are reclaimed first.
+  // Exact: the device's dead processes (zombies and reused pids too) are reclaimed first (from
+  // the kernel's exit reports where it can tell, as memory() does).
   std::vector<ProcessUsage> processes(unsigned index);
   // Every device's dead processes; `thorough` also reads /proc to catch zombies and reused pids.
   void reclaim_dead(bool thorough = true);
@@ -118,7 +119,8 @@ class SharedState {
  private:
   int own_slot(unsigned index, bool create);
   void maybe_reclaim();
-  void reclaim_exited();
+  // `thorough`: a process that cannot be watched is asked about as reclaim_dead_on's would be.
+  void reclaim_exited(bool thorough);
   void reclaim_process(const ExitWatch::Process& process);
   void reclaim_dead_on(unsigned first, unsigned last, bool thorough);
 
