@@ -31,3 +31,19 @@ add_executable(gpumem_bench_block_map ${CMAKE_CURRENT_LIST_DIR}/peak_block_map.c
 target_link_libraries(gpumem_bench_block_map PRIVATE benchmark::benchmark)
 gpumem_link_testing(gpumem_bench_block_map)
 gpumem_warnings(gpumem_bench_block_map)
+
+# An allocation or free under `gpumem run` against a minimal exact tracker and no tracker, in
+# paired rounds through the simulated CUDA + CUPTI (issue 32).
+add_executable(gpumem_bench_run_events ${CMAKE_CURRENT_LIST_DIR}/run_event_cost.cpp)
+target_link_libraries(gpumem_bench_run_events PRIVATE benchmark::benchmark)
+gpumem_link_testing(gpumem_bench_run_events)
+target_compile_definitions(gpumem_bench_run_events PRIVATE GPUMEM_SIM_DIR="${GPUMEM_SIM_DIR}")
+add_dependencies(gpumem_bench_run_events gpumem_sim)
+gpumem_warnings(gpumem_bench_run_events)
+
+# The same minimal tracker as a CUDA injection library, and the process-level comparison that
+# loads it beside `gpumem run` (bench/run_event_cost_process.py, run by hand).
+add_library(gpumem_bench_minimal_inject MODULE ${CMAKE_CURRENT_LIST_DIR}/minimal_tracker_inject.cpp)
+target_include_directories(gpumem_bench_minimal_inject PRIVATE ${PROJECT_SOURCE_DIR}/src)  # abi
+target_link_libraries(gpumem_bench_minimal_inject PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
+gpumem_warnings(gpumem_bench_minimal_inject)

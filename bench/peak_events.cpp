@@ -91,9 +91,9 @@ BENCHMARK(BM_ExactCallbacks)->ArgName("live_counters")->Arg(0)->Arg(64)->Threads
 // The same path in a process under `gpumem run`: the injection library places the exact source's
 // ledger in the process's slot of the shared counters (exact_ledger.hpp), with a mirror that adds
 // each event to the device's level and peak there first, and marks each call's ENTER and EXIT in
-// the slot's `calls` word (src/run/joined_process.cpp). Here the same placement and observers work
-// on a private copy of the file: the difference from BM_ExactCallbacks is what the run's device
-// level and the `calls` word cost, each event moving the ledger once.
+// the thread's line of the slot's `calls` (src/run/joined_process.cpp). Here the same placement and
+// observers work on a private copy of the file: the difference from BM_ExactCallbacks is what the
+// run's device level and the `calls` word cost, each event moving the ledger once.
 gpumem::run::RunCounters* run_counters() {
   static auto* const counters = new gpumem::run::RunCounters{};  // zeroed, as the file starts
   return counters;
@@ -102,8 +102,17 @@ void injected_event(void*, int, std::int64_t delta) noexcept {
   gpumem::run::add_event(*run_counters(), 0, delta);
 }
 void injected_call(void*, bool entering) {
-  run_counters()->processes[0].calls.fetch_add(
-      entering ? gpumem::run::kCallEntered : gpumem::run::kCallLeft, std::memory_order_seq_cst);
+  // The calling thread's own line of the slot's `calls`, as joined_process.cpp marks them.
+  thread_local gpumem::run::CallLine* const line =
+      gpumem::run::take_call_line(run_counters()->processes[0]);
+  if (line == nullptr) {
+    run_counters()->processes[0].calls.fetch_add(
+        entering ? gpumem::run::kCallEntered : gpumem::run::kCallLeft, std::memory_order_seq_cst);
+  } else if (entering) {
+    gpumem::run::enter_call(*line);
+  } else {
+    gpumem::run::leave_call(*line);
+  }
 }
 void BM_InjectedCallbacks(benchmark::State& state) {
   static std::atomic<std::uint64_t> next_address{1ull << 41};

@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """Checks that gpumem's rooms depend only downwards (docs/architecture.md, "The rooms").
 
-Each folder of src/ (but src/internal, where the seams live) is a room. A room's files may include
-its own headers and those of the rooms below it in ROOMS; a public header (include/gpumem/) or a
-seam (src/internal/gpumem/internal/) counts as a use of the room that implements it
-(PUBLIC_HEADERS, SEAMS), so it obeys the same order. The public headers and the seams include
-only each other.
+Each folder of src/ is a room. A room's files may include its own headers and those of the rooms
+below it in ROOMS; a public header (include/gpumem/) or a seam (src/ROOM/seam/gpumem/internal/,
+beside the room that implements it, included as gpumem/internal/X.hpp) counts as a use of the
+room that implements it (PUBLIC_HEADERS, SEAMS), so it obeys the same order. The public headers
+and the seams include only each other.
 
 Each folder of tools/ is a tool. A tool's quoted includes name a file of its own folder, a public
 header or a seam, or the one entry header of a tool below it in TOOLS; never a room's header, nor
-another tool's header through an include path; the Python extension (python/) likewise uses its
-own files, the public headers and the seams. The simulated GPU (sim/) includes its own files
+another tool's header through an include path, nor a seam that only the rooms share
+(ROOM_SEAMS: libgpumem.so does not export it); the Python extension (python/) likewise uses its
+own files, the public headers and the tools' seams. The simulated GPU (sim/) includes its own files
 and, of src/, only the ABI declarations it shares with the driver room (src/driver/abi/), which in
 turn include only each other.
 
@@ -46,10 +47,10 @@ ROOMS = {
     # queries, which know nothing of peaks. An out-of-memory record names the other processes
     # (procfs).
     "peak": ["query", "attribution", "procfs"],  # the peak engine and its sources
-    # A record names its writer by pid, start time and pid namespace, as procfs reads them; what
-    # it publishes is a trace's bytes (publish_trace takes the trace room's TraceBytes), so the
-    # publishing room stands on the trace room.
-    "publish": ["identity", "procfs", "trace"],  # the spool files the exporter reads
+    # A record names its writer by pid, start time and pid namespace, as procfs reads them, and its
+    # device by UUID (identity). What it publishes is a trace's bytes, declared apart from the
+    # rooms that make them (gpumem/reading.hpp), so publishing stands below the trace room.
+    "publish": ["identity", "procfs"],  # the spool files the exporter reads
     "trace": ["peak", "query"],  # GPUMemTrace and its report
 }
 
@@ -70,6 +71,7 @@ PUBLIC_HEADERS = {
     "memory.hpp": ["query"],
     "peak.hpp": ["peak"],
     "publish.hpp": ["publish"],
+    "reading.hpp": [],  # what a reading and a trace's bytes hold: declarations, names as text
     "trace.hpp": ["trace"],
     "version.hpp": [],  # generated from cmake/version.hpp.in: constants
 }
@@ -100,6 +102,19 @@ SEAMS = {
     "shared_library.hpp": ["support"],  # dlopen with a GPUMEM_*_LIBRARY override
     "window_peak.hpp": ["peak"],  # the exporter's sliding-window peaks, sampled by one thread
     "spool.hpp": ["publish"],
+}
+# The seams only the rooms share, which no tool and not the Python extension includes: libgpumem.so
+# does not export them (their headers have no `visibility push(default)`), and a tool that
+# includes one fails the check (export what it calls first, and take it off this list).
+ROOM_SEAMS = {
+    "device_uuid.hpp",  # the driver's UUID of an ordinal: the device map, the monitor, the runs
+    "event_observer.hpp",  # the exact source's call and context observers: gpumem run's side
+    "exact_ledger.hpp",  # where the exact source keeps its levels: in the process or the run's file
+    "exact_source.hpp",  # the exact source's subscription, for the measured process
+    "process_list.hpp",  # NVML's processes of a device, a failed reading told from an empty one
+    "run_attribution.hpp",  # the attribution slots of a measured process
+    "run_counters.hpp",  # the counters file (map_run_counters alone exported: one_engine_test)
+    "shared_library.hpp",  # dlopen with an override: the driver and attribution rooms
 }
 GENERATED_PUBLIC = {"version.hpp"}  # in the build tree, not include/gpumem
 
@@ -140,9 +155,28 @@ def sources(folder):
 
 
 # Where an angle-bracket include is looked for (the include paths the targets give): an include
-# written <run/monitor.hpp> is the project's header as much as "run/monitor.hpp" is.
-INCLUDE_ROOTS = ("src", "src/internal", "include")
+# written <run/monitor.hpp> is the project's header as much as "run/monitor.hpp" is. Each room's
+# seam folder (src/ROOM/seam) is one too.
+INCLUDE_ROOTS = ("src", "include")
+SEAM_FOLDER = "seam"  # src/ROOM/seam/gpumem/internal/X.hpp
 _ROOT = [None]  # the tree being checked, for resolving angle-bracket includes
+
+
+def seam_roots(root):
+    """Each room's seam folder, an include path of its own (src/ROOM/seam)."""
+    src = root / "src"
+    if not src.is_dir():
+        return []
+    return sorted(p / SEAM_FOLDER for p in src.iterdir() if (p / SEAM_FOLDER).is_dir())
+
+
+def seam_files(root):
+    """gpumem/internal/X.hpp -> its file, for every seam beside every room."""
+    found = {}
+    for folder in seam_roots(root):
+        for path in sorted((folder / "gpumem" / "internal").glob("*.hpp")):
+            found.setdefault(path.name, []).append(path)
+    return found
 
 
 def includes(path):
@@ -156,6 +190,7 @@ def includes(path):
         elif _ROOT[0] is not None and (
                 angled in ("gpumem/version.hpp",)
                 or any((_ROOT[0] / base / angled).is_file() for base in INCLUDE_ROOTS)
+                or any((base / angled).is_file() for base in seam_roots(_ROOT[0]))
                 or (path.parent / angled).is_file()):
             found.append(angled)
     return found
@@ -166,11 +201,12 @@ def header_rooms(root):
     problems = []
     rooms = {}
     public = root / "include" / "gpumem"
-    seams = root / "src" / "internal" / "gpumem" / "internal"
-    for folder, table, where, files in (
-            (public, PUBLIC_HEADERS, "include/gpumem", GENERATED_PUBLIC),
-            (seams, SEAMS, "src/internal/gpumem/internal", set())):
-        present = {p.name for p in folder.glob("*.hpp")} if folder.is_dir() else set()
+    seams = seam_files(root)
+    for table, where, present, files in (
+            (PUBLIC_HEADERS, "include/gpumem",
+             {p.name for p in public.glob("*.hpp")} if public.is_dir() else set(),
+             GENERATED_PUBLIC),
+            (SEAMS, "src/ROOM/seam/gpumem/internal", set(seams), set())):
         for name in sorted(present - set(table)):
             problems.append(f"{where}/{name}: a header that scripts/check_rooms.py does not place "
                             "(PUBLIC_HEADERS or SEAMS: which room implements it?)")
@@ -180,6 +216,19 @@ def header_rooms(root):
         for name, implementers in table.items():
             if implementers != "*":
                 rooms[prefix + name] = set(implementers)
+    # A seam lives beside the room that implements it, once.
+    for name, paths in sorted(seams.items()):
+        owners = [p.parents[3].name for p in paths]
+        if len(paths) > 1:
+            problems.append(f"gpumem/internal/{name}: a seam in more than one room "
+                            f"({', '.join(sorted(owners))})")
+        implementers = SEAMS.get(name)
+        if implementers and any(owner not in implementers for owner in owners):
+            problems.append(f"src/{owners[0]}/seam/gpumem/internal/{name}: implemented by "
+                            f"{' and '.join(implementers)}, so it lives in "
+                            f"src/{implementers[0]}/seam")
+    for name in sorted(ROOM_SEAMS - set(SEAMS)):
+        problems.append(f"ROOM_SEAMS names {name}, which SEAMS does not place")
     # An umbrella uses whatever it includes.
     for name, implementers in PUBLIC_HEADERS.items():
         if implementers == "*":
@@ -195,10 +244,12 @@ def header_reach(root, headers):
     """gpumem/… include name -> the rooms of every header it includes, however indirectly: a room
     that includes a header uses what that header's own includes use."""
     files = {}
+    seams = seam_files(root)
     for name in headers:
-        for base in ("include", "src/internal"):
-            if (root / base / name).is_file():
-                files[name] = root / base / name
+        if (root / "include" / name).is_file():
+            files[name] = root / "include" / name
+        elif name.startswith("gpumem/internal/") and name[len("gpumem/internal/"):] in seams:
+            files[name] = seams[name[len("gpumem/internal/"):]][0]
     direct = {name: [inner for inner in includes(path) if inner in headers]
               for name, path in files.items()}
     reach = {}
@@ -229,9 +280,12 @@ def resolves(path, name, folder):
 def check_rooms(root, headers, problems):
     src = root / "src"
     reach = header_reach(root, headers)
-    rooms = sorted(p.name for p in src.iterdir() if p.is_dir() and p.name != "internal")
+    rooms = sorted(p.name for p in src.iterdir() if p.is_dir())
     for room in rooms:
-        if room not in ROOMS:
+        if room == "internal":
+            problems.append("src/internal: the seams live beside the rooms that implement them "
+                            "(src/ROOM/seam/gpumem/internal/)")
+        elif room not in ROOMS:
             problems.append(f"src/{room}: a room that scripts/check_rooms.py does not place")
     for room in rooms:
         if room not in ROOMS:
@@ -265,12 +319,23 @@ def check_rooms(root, headers, problems):
                 elif first in ROOMS and first not in may:
                     problems.append(f"{where}: includes {name}: {room} may use {below}")
     # The public headers and the seams declare; they include only each other.
-    for folder in (root / "include", src / "internal"):
+    # A public header or a tools' seam that includes a seam only the rooms share would hand the
+    # tools what libgpumem.so does not export.
+    for folder in [root / "include"] + seam_roots(root):
         for path in sources(folder):
             for name in includes(path):
                 if name not in headers:
                     problems.append(f"{path.relative_to(root)}: includes {name}: the public "
                                     "headers and the seams include only each other")
+                elif room_seam(name) and not room_seam("gpumem/internal/" + path.name):
+                    problems.append(f"{path.relative_to(root)}: includes {name}, a seam only "
+                                    "the rooms share (ROOM_SEAMS): the tools would reach it")
+
+
+def room_seam(name):
+    """Whether include `name` is a seam only the rooms share (not exported from libgpumem.so)."""
+    prefix = "gpumem/internal/"
+    return name.startswith(prefix) and name[len(prefix):] in ROOM_SEAMS
 
 
 def check_tools(root, headers, problems, debts_seen):
@@ -298,6 +363,9 @@ def check_tools(root, headers, problems, debts_seen):
                     if name not in headers:
                         problems.append(f"{where}: includes {name}: tools use the public headers "
                                         "and the seams, and this is neither")
+                    elif room_seam(name):
+                        problems.append(f"{where}: includes {name}: a seam only the rooms share "
+                                        "(ROOM_SEAMS), which libgpumem.so does not export")
                 elif resolves(path, name, folder):
                     continue
                 elif name in entries and (tools / entries[name] / name).is_file():
@@ -323,6 +391,9 @@ def check_extension(root, headers, problems):
                 if name not in headers:
                     problems.append(f"{where}: includes {name}: the extension uses the public "
                                     "headers and the seams, and this is neither")
+                elif room_seam(name):
+                    problems.append(f"{where}: includes {name}: a seam only the rooms share "
+                                    "(ROOM_SEAMS), which libgpumem.so does not export")
             elif name.startswith("../") or name.startswith("./") or not resolves(path, name,
                                                                                   folder):
                 problems.append(f"{where}: includes {name}: the extension includes its own "
@@ -360,7 +431,7 @@ def self_test():
     """The check must fail on each kind of offending include, and pass a clean tree."""
     public = {f"include/gpumem/{name}": "" for name in PUBLIC_HEADERS if name != "version.hpp"}
     public["include/gpumem/gpumem.hpp"] = '#include "gpumem/trace.hpp"\n#include "gpumem/peak.hpp"'
-    seams = {f"src/internal/gpumem/internal/{name}": "" for name in SEAMS}
+    seams = {f"src/{rooms[0]}/seam/gpumem/internal/{name}": "" for name, rooms in SEAMS.items()}
     cases = {
         "clean": ({"src/support/log.hpp": "", "src/driver/nvml.cpp": '#include "support/log.hpp"',
                    "src/trace/t.cpp": '#include "driver/nvml.hpp"\n#include "gpumem/trace.hpp"',
@@ -386,7 +457,7 @@ def self_test():
         "relative": ({"src/query/memory.cpp": '#include "../trace/x.hpp"'}, 1),
         "unplaced room": ({"src/newroom/x.cpp": ""}, 1),
         "public includes src": ({"include/gpumem/peak.hpp": '#include "peak/channel.hpp"'}, 1),
-        "seam includes src": ({"src/internal/gpumem/internal/spool.hpp":
+        "seam includes src": ({"src/publish/seam/gpumem/internal/spool.hpp":
                                '#include "publish/spool_files.hpp"'}, 1),
         "upward through a public header": ({"src/identity/map.cpp":
                                             '#include "gpumem/memory.hpp"'}, 1),
@@ -398,7 +469,17 @@ def self_test():
         "through the umbrella": ({"src/query/q.cpp": '#include "gpumem/gpumem.hpp"'}, 1),
         "no such gpumem header": ({"src/query/q.cpp": '#include "gpumem/internal/nope.hpp"'}, 1),
         "unplaced public header": ({"include/gpumem/new.hpp": ""}, 1),
-        "unplaced seam": ({"src/internal/gpumem/internal/new.hpp": ""}, 1),
+        "unplaced seam": ({"src/peak/seam/gpumem/internal/new.hpp": ""}, 1),
+        "publish through the trace": ({"src/publish/p.cpp": '#include "gpumem/trace.hpp"'}, 1),
+        "a seam away from its room": ({"src/query/seam/gpumem/internal/spool.hpp": ""}, 1),
+        "the seams' old drawer": ({"src/internal/gpumem/internal/x.hpp": ""}, 1),
+        "tool includes a room's seam": ({"tools/cli/main.cpp":
+                                         '#include "gpumem/internal/exact_ledger.hpp"'}, 1),
+        "extension includes a room's seam": ({"python/src/m.cpp":
+                                              '#include "gpumem/internal/run_counters.hpp"'}, 1),
+        "a tools' seam hands over a room's seam": (
+            {"src/run/seam/gpumem/internal/run_engine.hpp":
+             '#include "gpumem/internal/run_counters.hpp"'}, 1),
         "tool cycle": ({"tools/cli/main.cpp": "", "tools/serve/s.cpp": '#include "../cli/x.hpp"'},
                        1),
         "another tool by bare name": ({"tools/cli/main.cpp": '#include "collector.hpp"',

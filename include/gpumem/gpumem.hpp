@@ -28,5 +28,6 @@
 #include "gpumem/memory.hpp"
 #include "gpumem/peak.hpp"
 #include "gpumem/publish.hpp"
+#include "gpumem/reading.hpp"
 #include "gpumem/trace.hpp"
 #include "gpumem/version.hpp"

@@ -38,80 +38,19 @@
 
 #include "gpumem/attribution.hpp"
 #include "gpumem/memory.hpp"
+#include "gpumem/reading.hpp"
 
 // The public API: exported from libgpumem.so (everything else in it is hidden).
 #pragma GCC visibility push(default)
 
 namespace gpumem {
 
-/// Where a counter's events come from, best first.
-enum class Source : std::uint8_t {
-  automatic,  ///< exact where CUPTI works, sampled otherwise
-  exact,      ///< CUPTI callbacks on every device allocation and free of this process
-  reported,   ///< what an allocator reports through report_allocation / report_deallocation
-  sampled,    ///< a native sampler thread reading the device's used memory from NVML
-  none,       ///< nothing could measure (no GPU): every reading stays at zero
-};
-/// @return "automatic", "exact", "reported", "sampled" or "none" (static text)
-std::string_view to_string(Source source) noexcept;
-
-/// What a reading's figures measure.
-enum class Quantity : std::uint8_t {
-  /// The device memory the driver holds for this process: allocations, VMM physical memory from
-  /// creation until released and unmapped, stream-ordered pools' reservations (not only their live
-  /// blocks), graph-memory reservations, and the CUDA context with its modules. What a GPU must
-  /// have free for the program. Measured by the exact source.
-  process_footprint,
-  /// The device's used memory, NVML's total - free: every process, and the driver's own
-  /// reservation. The figure fastai.utils.mem traced. Measured by the sampled source.
-  device_used,
-  /// What an allocator reported through report_allocation / report_deallocation.
-  reported,
-  none,  ///< nothing measured
-};
-/// @return "process footprint", "device used", "reported by the allocator" or "none" (static text)
-std::string_view to_string(Quantity quantity) noexcept;
-
-/// Which parts of a process footprint a reading accounts for (bits of PeakReading::covers).
-namespace coverage {
-inline constexpr std::uint32_t allocations = 1u << 0;  ///< cuMemAlloc*, cudaMalloc*
-inline constexpr std::uint32_t vmm = 1u << 1;          ///< cuMemCreate'd physical memory
-inline constexpr std::uint32_t pools = 1u << 2;        ///< stream-ordered pools' reservations
-inline constexpr std::uint32_t graphs = 1u << 3;       ///< graph-memory reservations
-inline constexpr std::uint32_t context = 1u << 4;      ///< context, modules, driver rounding (NVML)
-inline constexpr std::uint32_t other_processes = 1u << 5;  ///< device_used: everyone's memory
-inline constexpr std::uint32_t footprint =
-    allocations | vmm | pools | graphs | context;  ///< all of a process footprint
-}  // namespace coverage
 /**
  * @return the covered parts in words, e.g. "allocations, VMM, pools, graphs, context and
  * modules"; "nothing" for 0
  */
 std::string describe_coverage(std::uint32_t covers);
 
-/**
- * @brief One reading of a counter, in bytes.
- *
- * `start_bytes` is the level when the counter started or was last reset, `peak_bytes` the
- * highest level since then (>= start and >= current), all of `quantity`, measured by `source`,
- * covering the `covers` bits. A counter that cannot measure reads all zeros with Source::none.
- */
-struct PeakReading {
-  int device = 0;                      ///< CUDA ordinal
-  Source source = Source::none;        ///< what measured it (never automatic)
-  Quantity quantity = Quantity::none;  ///< what the three figures below are
-  std::uint32_t covers = 0;            ///< coverage bits
-  std::int64_t start_bytes = 0;        ///< the level at the start or last reset
-  std::int64_t current_bytes = 0;      ///< the level now
-  std::int64_t peak_bytes = 0;         ///< the highest level since the start
-  /// The device's used memory (NVML's total - free; the driver's cuMemGetInfo without NVML) when
-  /// the counter started and now, and its peak over the window: the highest reading taken in it,
-  /// or the start plus this counter's own rise, whichever is higher. 0 where nothing could read
-  /// it. Beside every reading, whatever its source.
-  std::int64_t device_used_start_bytes = 0;
-  std::int64_t device_used_current_bytes = 0;
-  std::int64_t device_used_peak_bytes = 0;
-};
 /**
  * @return one line saying what a reading is and what it may miss, e.g. "process footprint, exact
  * (CUDA events and NVML's per-process figure): allocations, VMM, pools, graphs, context and

@@ -14,6 +14,7 @@
  *
  * @code
  * #include <gpumem/publish.hpp>
+ * #include <gpumem/trace.hpp>
  *
  * gpumem::GPUMemTrace trace(gpumem::TraceOptions{.silent = true});
  * for (auto& batch : batches) {
@@ -34,7 +35,7 @@
 #include <string>
 #include <string_view>
 
-#include "gpumem/trace.hpp"
+#include "gpumem/reading.hpp"
 
 // The public API: exported from libgpumem.so (everything else in it is hidden).
 #pragma GCC visibility push(default)

@@ -40,6 +40,7 @@
 #include <utility>
 
 #include "gpumem/peak.hpp"
+#include "gpumem/reading.hpp"
 
 // The public API: exported from libgpumem.so (everything else in it is hidden).
 #pragma GCC visibility push(default)
@@ -70,25 +71,6 @@ std::string format_report(std::int64_t delta_used_mb, std::int64_t delta_peaked_
  */
 std::pair<std::int64_t, std::int64_t> trace_deltas(std::int64_t start, std::int64_t end,
                                                    std::int64_t peak) noexcept;
-
-/**
- * @brief A trace's data in bytes.
- *
- * start, end and peak are of `quantity`: the process footprint with the exact source (the
- * default where CUPTI works), the device's used memory with the sampled one; `reading` says
- * which and what it covers (describe(reading) in words), with the device-used figures beside it.
- */
-struct TraceBytes {
-  Source source = Source::none;        ///< what measured it
-  int device = 0;                      ///< CUDA ordinal
-  std::int64_t start = 0;              ///< bytes at start (or last reset)
-  std::int64_t end = 0;                ///< bytes now, or at stop()
-  std::int64_t peak = 0;               ///< highest bytes in between
-  std::int64_t delta_used = 0;         ///< bytes: trace_deltas(start, end, peak).first
-  std::int64_t delta_peaked = 0;       ///< bytes: trace_deltas(start, end, peak).second
-  Quantity quantity = Quantity::none;  ///< what start, end and peak are
-  PeakReading reading;                 ///< the whole reading behind these figures
-};
 
 /// How a trace measures and reports; GPUMemTrace(TraceOptions{.silent = true, .ctx = "train"}).
 struct TraceOptions {

@@ -3,7 +3,6 @@ ran out of memory (docs/attribution.md)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _native
@@ -14,8 +13,9 @@ class AttributionSnapshot:
     allocation failed (``what == "oom"``), with the call stack that allocated each, Python
     frames included.
 
-    ``blocks``, ``frames``, ``stacks``, ``failure`` and the other fields read the
-    gpumem.attribution/1 document that ``to_json()`` writes (docs/attribution.md): ``blocks``
+    ``blocks``, ``frames``, ``stacks``, ``failure`` and the other fields are the
+    gpumem.attribution/1 document that ``to_json()`` writes (docs/attribution.md), handed over
+    by the library's binding from its one model (no JSON read again here): ``blocks``
     is a list of dicts (``address``, ``bytes``, ``kind``, ``age_s``, ``stack``, ``pid``),
     largest first; ``stacks`` lists each stack as frame dicts (``function``, ``file``,
     ``line``, ``module``, ``address``, ``language``), innermost first.
@@ -36,74 +36,73 @@ class AttributionSnapshot:
 
     def __init__(self, native: Any) -> None:
         self._native = native
-        document = json.loads(native.to_json())
-        self._document: Dict[str, Any] = document
-        snapshots = document.get("snapshots") or [{}]
-        self._snapshot: Dict[str, Any] = snapshots[0]
-        frames: List[Dict[str, Any]] = document.get("frames") or []
+        # The library's model of the document, every field there (null ones as None): the
+        # writer checks its indices, so each stack's frames are there too.
+        document: Dict[str, Any] = native.document()
+        self._document = document
+        self._snapshot: Dict[str, Any] = document["snapshots"][0]
+        frames: List[Dict[str, Any]] = document["frames"]
         self.frames: List[Dict[str, Any]] = frames
-        self.stacks: List[List[Dict[str, Any]]] = [
-            [frames[i] for i in stack if 0 <= i < len(frames)]
-            for stack in document.get("stacks") or []
-        ]
+        self.stacks: List[List[Dict[str, Any]]] = [[frames[i] for i in stack]
+                                                   for stack in document["stacks"]]
 
     @property
     def what(self) -> str:
-        return str(self._snapshot.get("what", ""))
+        return str(self._snapshot["what"])
 
     @property
     def attributed(self) -> bool:
         """Whether blocks were recorded (an out-of-memory failure without attribution on holds
         only the request and the device's memory)."""
-        return bool(self._snapshot.get("attributed", False))
+        return bool(self._snapshot["attributed"])
 
     @property
     def time_s(self) -> float:
         """When it was recorded: seconds since the recording process started."""
-        return float(self._snapshot.get("time_s", 0.0))
+        return float(self._snapshot["time_s"])
 
     @property
     def device(self) -> int:
-        return int(self._snapshot.get("device", 0))
+        return int(self._snapshot["device"])
 
     @property
     def level_bytes(self) -> int:
-        return int(self._snapshot.get("level_bytes", 0))
+        return int(self._snapshot["level_bytes"])
 
     @property
     def live_bytes(self) -> int:
-        return int(self._snapshot.get("live_bytes", 0))
+        return int(self._snapshot["live_bytes"])
 
     @property
     def context_bytes(self) -> Optional[int]:
         """The part of ``level_bytes`` that is the process's context, modules and the driver's
         rounding (NVML's figure for it beyond its blocks), or None where the document does not
         tell it apart (then it is in what the level holds without a block)."""
-        value = self._snapshot.get("context_bytes")
+        value = self._snapshot["context_bytes"]
         return None if value is None else int(value)
 
     @property
     def blocks(self) -> List[Dict[str, Any]]:
-        return list(self._snapshot.get("blocks") or [])
+        return list(self._snapshot["blocks"])
 
     @property
     def failure(self) -> Optional[Dict[str, Any]]:
         """The failed request of an out-of-memory snapshot (``bytes``, ``kind``, ``stack``,
         ``error``, ``free_bytes``, ``total_bytes``), or None."""
-        failure = self._snapshot.get("failure")
-        return dict(failure) if failure else None
+        failure = self._snapshot["failure"]
+        return None if failure is None else dict(failure)
 
     @property
     def other_processes(self) -> List[Dict[str, Any]]:
         """Of an out-of-memory snapshot: every other process NVML listed on the device
         (``pid``, ``name``, ``used_bytes``; under ``gpumem run`` also ``in_run`` and ``rank``)."""
-        return list(self._snapshot.get("other_processes") or [])
+        return list(self._snapshot["other_processes"])
 
     @property
     def other_processes_age_s(self) -> Optional[float]:
         """How long before the failure NVML's list of other processes was read (0: at it); None
         where NVML was not read, so who else held the device is unknown."""
-        age = self._snapshot.get("other_processes_age_s")
+        age = self._snapshot["other_processes_age_s"]
         return None if age is None else float(age)
 
     def bytes_by_stack(self) -> List[Tuple[int, int]]:
@@ -135,10 +134,10 @@ class AttributionSnapshot:
         mb = 2**20
         failure = self.failure
         if failure is not None:
-            lines = [f"gpumem: out of memory: {int(failure.get('bytes', 0)) / mb:.1f} MB "
-                     f"requested on GPU {self.device} ({failure.get('error', '')}), "
-                     f"{int(failure.get('free_bytes', 0)) / mb:.1f} MB free of "
-                     f"{int(failure.get('total_bytes', 0)) / mb:.1f} MB"]
+            lines = [f"gpumem: out of memory: {int(failure['bytes']) / mb:.1f} MB "
+                     f"requested on GPU {self.device} ({failure['error']}), "
+                     f"{int(failure['free_bytes']) / mb:.1f} MB free of "
+                     f"{int(failure['total_bytes']) / mb:.1f} MB"]
         else:
             lines = [f"gpumem: {self.what} on GPU {self.device}: "
                      f"{self.live_bytes / mb:.1f} MB live"]
@@ -148,9 +147,10 @@ class AttributionSnapshot:
             lines.append(f"  {held / mb:10.1f} MB  {self.allocated_by(stack) or '(unknown)'}")
         others = self.other_processes
         if others:
-            held = sum(int(p.get("used_bytes") or 0) for p in others)
-            named = ", ".join(f"pid {p.get('pid')} {p.get('name') or '?'} "
-                              f"{int(p.get('used_bytes') or 0) / mb:.1f} MB" for p in others)
+            # used_bytes is None where NVML did not give a process's figure.
+            held = sum(p["used_bytes"] or 0 for p in others)
+            named = ", ".join(f"pid {p['pid']} {p['name'] or '?'} "
+                              f"{(p['used_bytes'] or 0) / mb:.1f} MB" for p in others)
             lines.append(f"  other processes on the device held {held / mb:.1f} MB: {named}")
         return lines
 
@@ -166,10 +166,7 @@ class AttributionSnapshot:
 def _wrap(native: Any) -> Optional[AttributionSnapshot]:
     if native is None:
         return None
-    try:
-        return AttributionSnapshot(native)
-    except (ValueError, TypeError, KeyError):  # an unreadable document: nothing to show
-        return None
+    return AttributionSnapshot(native)
 
 
 def last_oom() -> Optional[AttributionSnapshot]:

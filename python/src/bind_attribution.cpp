@@ -13,6 +13,7 @@
 
 #include "bindings.hpp"
 #include "gpumem/attribution.hpp"
+#include "gpumem/internal/attribution_document.hpp"
 #include "gpumem/internal/attribution_frames.hpp"
 
 namespace py = pybind11;
@@ -76,6 +77,46 @@ std::optional<std::string> allocated_by(const AttributionSnapshot& s, std::size_
   return detail::attribution::frame_label(detail::attribution::document_frame(s.frames[*frame]));
 }
 
+// A value of the document as Python objects: dicts, lists, str (a symbol that is not UTF-8 with
+// U+FFFD, as the document's text has it), int, float, bool, None.
+py::object python_value(const nlohmann::ordered_json& value) {
+  switch (value.type()) {
+    case nlohmann::ordered_json::value_t::object: {
+      py::dict out;
+      for (const auto& [key, item] : value.items()) out[py::str(key)] = python_value(item);
+      return out;
+    }
+    case nlohmann::ordered_json::value_t::array: {
+      py::list out;
+      for (const auto& item : value) out.append(python_value(item));
+      return out;
+    }
+    case nlohmann::ordered_json::value_t::string: {
+      const auto& text = value.get_ref<const std::string&>();
+      PyObject* decoded =
+          PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "replace");
+      if (decoded == nullptr) throw py::error_already_set();
+      return py::reinterpret_steal<py::object>(decoded);
+    }
+    case nlohmann::ordered_json::value_t::boolean:
+      return py::bool_(value.get<bool>());
+    case nlohmann::ordered_json::value_t::number_integer:
+      return py::int_(value.get<std::int64_t>());
+    case nlohmann::ordered_json::value_t::number_unsigned:
+      return py::int_(value.get<std::uint64_t>());
+    case nlohmann::ordered_json::value_t::number_float:
+      return py::float_(value.get<double>());
+    default:
+      return py::none();
+  }
+}
+
+// The gpumem.attribution/1 document holding the snapshot, from the library's one model and its
+// one writer, handed over as Python objects: no JSON text between them to read again.
+py::object document(const AttributionSnapshot& s) {
+  return python_value(detail::attribution::document_json(detail::attribution::to_document({s})));
+}
+
 }  // namespace
 
 void bind_attribution(py::module_& module) {
@@ -83,6 +124,9 @@ void bind_attribution(py::module_& module) {
                                   "A native attribution snapshot; gpumem.AttributionSnapshot "
                                   "wraps it.")
       .def("to_json", &AttributionSnapshot::to_json)
+      .def("document", &document,
+           "The gpumem.attribution/1 document holding this snapshot, as dicts and lists: the "
+           "library's model through its one writer.")
       .def("bytes_by_stack", &by_stack)
       .def("top_function", &AttributionSnapshot::top_function)
       .def("allocating_frame", &AttributionSnapshot::allocating_frame, py::arg("stack"))

@@ -342,6 +342,19 @@ class Workload {
       check(cuda_.memAlloc(&pointer, bytes), "cuMemAlloc_v2");
       hold_for(duration);
       check(cuda_.memFree(pointer), "cuMemFree_v2");
+    } else if (op == "pairs") {
+      const std::string& count = word(step, 1, "pair count");
+      char* end = nullptr;
+      const long long pairs = std::strtoll(count.c_str(), &end, 10);
+      if (*end != '\0' || pairs < 1 || pairs > 1'000'000'000)
+        throw StepError("bad pair count \"" + count + "\" (1 to 10^9)");
+      const std::uint64_t bytes = size_argument(step, 2);
+      ensure_context();
+      for (long long pair = 0; pair < pairs; ++pair) {
+        CUdeviceptr pointer = 0;
+        check(cuda_.memAlloc(&pointer, bytes), "cuMemAlloc_v2");
+        check(cuda_.memFree(pointer), "cuMemFree_v2");
+      }
     } else if (op == "churn") {
       const std::string& count = word(step, 1, "thread count");
       char* end = nullptr;

@@ -11,6 +11,7 @@
 
 #include "driver/cuda.hpp"
 #include "driver/nvml.hpp"
+#include "gpumem/internal/device_uuid.hpp"
 #include "identity/visible_devices.hpp"
 #include "support/diagnostics_log.hpp"
 
@@ -262,15 +263,9 @@ std::unique_ptr<DeviceMap> build_map() {
 }  // namespace
 
 std::string format_uuid(const char* prefix, const char (&bytes)[16]) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string text = prefix;
-  for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
-    const auto byte = static_cast<unsigned char>(bytes[i]);
-    text += kHex[byte >> 4];
-    text += kHex[byte & 0xF];
-  }
-  return text;
+  std::array<unsigned char, 16> copy{};
+  std::memcpy(copy.data(), bytes, copy.size());
+  return prefix + driver::uuid_text(copy);
 }
 
 std::atomic<const DeviceMap*> g_current_map{nullptr};

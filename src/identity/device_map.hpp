@@ -71,7 +71,8 @@ inline const MappedDevice* find_device(int id) noexcept {
   return &map.devices[static_cast<std::size_t>(id)];
 }
 
-// "GPU-1b0a4a6e-0b8f-4c5e-9d6f-2a7c5f2d9e01" from CUDA's 16 bytes (prefix given).
+// "GPU-1b0a4a6e-0b8f-4c5e-9d6f-2a7c5f2d9e01" from CUDA's 16 bytes (prefix given): the prefix
+// and the driver room's uuid_text, the one way gpumem writes a UUID.
 std::string format_uuid(const char* prefix, const char (&bytes)[16]);
 
 }  // namespace gpumem::identity

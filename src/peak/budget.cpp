@@ -1,28 +1,9 @@
 #include "gpumem/budget.hpp"
 
-#include <cstdio>
+#include "gpumem/internal/byte_size.hpp"
 
 namespace gpumem {
 namespace {
-
-// Bytes as the message shows them: binary units, one decimal ("188.0 MiB").
-std::string bytes_text(std::int64_t bytes) {
-  const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes < 0 ? -bytes : bytes);
-  std::size_t unit = 0;
-  while (value >= 1024 && unit + 1 < std::size(units)) {
-    value /= 1024;
-    ++unit;
-  }
-  char text[48];
-  if (unit == 0) {
-    std::snprintf(text, sizeof text, "%s%lld B", bytes < 0 ? "-" : "",
-                  static_cast<long long>(value));
-  } else {
-    std::snprintf(text, sizeof text, "%s%.1f %s", bytes < 0 ? "-" : "", value, units[unit]);
-  }
-  return text;
-}
 
 // Why a figure judged not exact may have been higher, in the words of its source.
 std::string lower_bound_reason(Source source) {
@@ -53,10 +34,10 @@ BudgetCheck ScopedPeakBudget::check() const {
       judge_peak(check.rise_bytes, limit_bytes_, reading.source == Source::exact);
   check.within = !verdict.exceeded;
   check.message = "GPU " + std::to_string(reading.device) + ": peak " +
-                  bytes_text(check.rise_bytes) + " above the start, " +
-                  (check.within ? "within the budget of " + bytes_text(limit_bytes_)
-                                : "over the budget of " + bytes_text(limit_bytes_) + " by " +
-                                      bytes_text(verdict.over_bytes)) +
+                  detail::byte_size_text(check.rise_bytes) + " above the start, " +
+                  (check.within ? "within the budget of " + detail::byte_size_text(limit_bytes_)
+                                : "over the budget of " + detail::byte_size_text(limit_bytes_) +
+                                      " by " + detail::byte_size_text(verdict.over_bytes)) +
                   " (" + std::string(to_string(reading.source)) +
                   (verdict.may_be_higher ? lower_bound_reason(reading.source) : "") + ")";
   return check;

@@ -72,36 +72,6 @@ void seed_attribution() {
 
 }  // namespace
 
-std::string_view to_string(Quantity quantity) noexcept {
-  switch (quantity) {
-    case Quantity::process_footprint:
-      return "process footprint";
-    case Quantity::device_used:
-      return "device used";
-    case Quantity::reported:
-      return "reported by the allocator";
-    case Quantity::none:
-      return "none";
-  }
-  return "unknown";
-}
-
-std::string_view to_string(Source source) noexcept {
-  switch (source) {
-    case Source::automatic:
-      return "automatic";
-    case Source::exact:
-      return "exact";
-    case Source::reported:
-      return "reported";
-    case Source::sampled:
-      return "sampled";
-    case Source::none:
-      return "none";
-  }
-  return "unknown";
-}
-
 struct PeakCounter::State {
   int device = 0;
   Source source = Source::none;

@@ -163,6 +163,32 @@ void ask_for_context(ProcessSlot& slot) noexcept {
     g_context_pending.store(true, std::memory_order_release);  // the next call's end asks again
 }
 
+// The calling thread's line among the slot's `calls` (run_counters.hpp), taken at its first
+// traced call in this slot (a forked child's thread takes one in the child's): nullptr when every
+// line was taken. Initial-exec, as in_flight's slot: on every call.
+struct ThreadLine {
+  ProcessSlot* slot = nullptr;
+  run::CallLine* line = nullptr;
+};
+[[gnu::tls_model("initial-exec")]] thread_local ThreadLine t_line;
+
+// A call's ENTER or EXIT on the thread's own line: no read-modify-write, no line another thread
+// writes. A thread beyond the lines marks the slot's shared word.
+[[gnu::always_inline]] inline void mark_call(ProcessSlot& slot, bool entering) noexcept {
+  ThreadLine& mine = t_line;
+  if (mine.slot != &slot) [[unlikely]] {
+    mine.slot = &slot;
+    mine.line = run::take_call_line(slot);
+  }
+  if (mine.line == nullptr) [[unlikely]] {
+    slot.calls.fetch_add(entering ? run::kCallEntered : run::kCallLeft, std::memory_order_seq_cst);
+  } else if (entering) {
+    run::enter_call(*mine.line);
+  } else {
+    run::leave_call(*mine.line);
+  }
+}
+
 // Every outermost traced call's ENTER and EXIT, in the slot's `calls` (run_counters.hpp): the
 // monitor reconciles NVML's figure for this process only from a reading no call overlapped. An EXIT
 // after the slot was given back (at exit) has nothing to balance: the slot's next owner starts
@@ -172,7 +198,7 @@ void on_call(void*, bool entering) {
   if (slot == nullptr) return;
   if (entering && g_gate.load(std::memory_order_acquire) != 0) [[unlikely]]
     wait_at_gate();  // before the ENTER counts: the reading under way sees no call of ours
-  slot->calls.fetch_add(entering ? run::kCallEntered : run::kCallLeft, std::memory_order_seq_cst);
+  mark_call(*slot, entering);
   if (!entering && g_context_pending.load(std::memory_order_relaxed)) [[unlikely]]
     ask_for_context(*slot);
   if (!entering && g_stop_pending.load(std::memory_order_acquire)) [[unlikely]] {

@@ -267,10 +267,10 @@ void RunMonitor::read_for(std::vector<ReadingRequest>& requests) {
   const std::int64_t deadline = monotonic_ns() + kQuietWaitNs;
   std::vector<ReadingRequest*> quiet;
   for (ReadingRequest& request : requests) {
-    std::uint64_t calls = request.slot->calls.load(std::memory_order_acquire);
+    std::uint64_t calls = run::read_calls(*request.slot);
     while (!run::quiet_calls(calls) && monotonic_ns() <= deadline) {
       ::sched_yield();
-      calls = request.slot->calls.load(std::memory_order_acquire);
+      calls = run::read_calls(*request.slot);
     }
     if (!run::quiet_calls(calls)) {
       ++asked_[request.key].busy;
@@ -322,7 +322,7 @@ void RunMonitor::read_for(std::vector<ReadingRequest>& requests) {
   for (ReadingRequest* request : quiet) {
     run::ProcessSlot& slot = *request->slot;
     Asked& asked = asked_[request->key];
-    if (slot.calls.load(std::memory_order_seq_cst) != request->calls ||
+    if (run::read_calls(slot) != request->calls ||
         slot.pid.load(std::memory_order_acquire) != request->key.pid) {
       ++asked.busy;
       continue;
@@ -601,7 +601,7 @@ std::unordered_map<ProcessKey, RunMonitor::SlotReading, ProcessKeyHash> RunMonit
     if (pid <= 0 || pid_namespace == 0) continue;
     // `calls` first (acquire: every call that left shows its events in the ledger), then the
     // ledger.
-    std::uint64_t calls = slot.calls.load(std::memory_order_acquire);
+    std::uint64_t calls = run::read_calls(slot);
     std::int64_t bytes = device >= 0 ? run::ledger_bytes(slot, device) : 0;
     if (bytes < 0 || bytes > kMostBytes) {  // forged or torn: its reading cannot be quiet
       bytes = 0;
@@ -624,7 +624,7 @@ std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> RunMonitor::confirm_
   std::atomic_thread_fence(std::memory_order_seq_cst);
   for (const auto& [key, reading] : before) {
     const run::ProcessSlot& slot = counters_->processes[reading.index];
-    const std::uint64_t calls = slot.calls.load(std::memory_order_seq_cst);
+    const std::uint64_t calls = run::read_calls(slot);
     if (slot.pid.load(std::memory_order_acquire) != key.pid ||
         slot.pid_namespace.load(std::memory_order_acquire) != key.pid_namespace)
       continue;
@@ -658,7 +658,7 @@ RunMonitor::Fingerprint RunMonitor::fingerprint(std::vector<std::optional<std::i
     print.words.push_back(slot.pid.load(std::memory_order_acquire));
     print.words.push_back(
         static_cast<std::int64_t>(slot.pid_namespace.load(std::memory_order_acquire)));
-    print.words.push_back(static_cast<std::int64_t>(slot.calls.load(std::memory_order_acquire)));
+    print.words.push_back(static_cast<std::int64_t>(run::read_calls(slot)));
     print.words.push_back(slot.claimed_ns.load(std::memory_order_relaxed));
   }
   return print;

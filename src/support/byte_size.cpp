@@ -1,6 +1,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 
 #include "gpumem/internal/byte_size.hpp"
 
@@ -70,6 +71,23 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view text, std::string*
     return static_cast<std::uint64_t>(bytes);
   }
   return fail("unknown unit: use B, kB, MB, GB, TB or KiB, MiB, GiB, TiB");
+}
+
+std::string byte_size_text(std::int64_t bytes) {
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  // The magnitude as unsigned, so that the most negative count has one too.
+  const std::uint64_t magnitude =
+      bytes < 0 ? 0 - static_cast<std::uint64_t>(bytes) : static_cast<std::uint64_t>(bytes);
+  if (magnitude < 1024) return std::to_string(bytes) + " B";
+  double value = static_cast<double>(magnitude) / 1024.0;
+  std::size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < std::size(kUnits)) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char text[48];
+  std::snprintf(text, sizeof text, "%s%.1f %s", bytes < 0 ? "-" : "", value, kUnits[unit]);
+  return text;
 }
 
 }  // namespace gpumem::detail

@@ -112,6 +112,30 @@ TEST(RunEdges, AProcessWhoseCallsNeverPauseKeepsItsContext) {
   EXPECT_LE(held, 604 * kMiB);
 }
 
+// The same with more threads than a process slot has call lines (run_counters.hpp, kCallLines):
+// the first 16 mark their calls on lines of their own, the others on the slot's shared word, and
+// the monitor's readings see both. With 20 threads the events' peak (counted at each call's EXIT)
+// and the device's own can differ by a few blocks either way (docs/peaks.md), so the figures are
+// bounded by the blocks there can be; the context is known to the byte.
+TEST(RunEdges, AProcessWithMoreThreadsThanCallLinesKeepsItsContext) {
+  SimGpu gpu(kContext500);
+  const Edge edge =
+      run_edge(workload("alloc a 100MiB; churn 20 1MiB 1s; free a"), {"--max-peak", "600MiB"});
+  EXPECT_EQ(edge.result.exit_code, 3) << edge.result.err;  // over: the context counts
+  EXPECT_EQ(edge.summary["mode"], "exact") << edge.summary.dump(2);
+  const auto& device = edge.summary["devices"][0];
+  EXPECT_EQ(device["context_bytes"], 500 * kMiB) << device.dump(2);
+  const std::int64_t events = device["exact_peak_bytes"];
+  EXPECT_GE(events, 101 * kMiB);
+  EXPECT_LE(events, 120 * kMiB);
+  const std::int64_t peak = device["peak_bytes"];
+  EXPECT_GE(peak, events + 500 * kMiB) << device.dump(2);
+  EXPECT_LE(peak, 620 * kMiB) << device.dump(2);
+  const std::int64_t held = edge.device["used_peak_bytes"];
+  EXPECT_GE(held, 601 * kMiB);
+  EXPECT_LE(held, 620 * kMiB);
+}
+
 // N processes that all hold 10 MiB on their 500 MiB contexts at once, released together: the
 // device held exactly N × 510 MiB, and so must the run say, at every N.
 class RunEdgesConcurrent : public ::testing::TestWithParam<int> {};

@@ -121,6 +121,27 @@ TEST_F(UntrustedRunFiles, DiffShowsDeviceNamesAsEscapes) {
   EXPECT_NE(diff.out.find(R"(\u202e)"), std::string::npos) << diff.out;
 }
 
+// The SVG views show names as the terminal views do: a bidirectional override in an SVG <text>
+// reorders what a browser draws, and a control character (ESC) makes the file malformed XML.
+TEST_F(UntrustedRunFiles, ReportSvgShowsHostAndDeviceNamesAsEscapes) {
+  const CommandResult report = run_command({gpumem_binary(), "report", "--svg", "-", hostile_});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  expect_shown_safely(report.out, "gpumem report --svg");
+  EXPECT_NE(report.out.find(R"(node\u202e1\u2069\x1b]8;;http://x\x07)"), std::string::npos)
+      << report.out;
+}
+
+TEST(UntrustedText, TheRunPlotShowsTheDevicesNameAsEscapes) {
+  SimGpu gpu(kBidiGpu);
+  const std::string plot = temporary_folder() + "/plot.svg";
+  const CommandResult run = run_command({gpumem_binary(), "run", "--plot", plot, "--", sim_tool(),
+                                         "workload", "alloc a 10MiB; sleep 30ms"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string svg = read_file(plot);
+  expect_shown_safely(svg, "gpumem run --plot");
+  EXPECT_NE(svg.find(R"(NVIDIA \u202eH200\u200b)"), std::string::npos) << svg;
+}
+
 // A file name is anyone's text too: the error that names it shows it as escapes.
 TEST_F(UntrustedRunFiles, ErrorsNamingAFileShowItsNameAsEscapes) {
   const std::string odd = folder_ + "/\x1b]0;t\x07\u202e.json";

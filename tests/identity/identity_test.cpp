@@ -2,10 +2,13 @@
 // the environment (CUDA unused) and from the driver (CUDA initialised), which must agree.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdlib>
+#include <cstring>
 
 #include "driver/cuda.hpp"
 #include "gpumem/gpumem.hpp"
+#include "gpumem/internal/device_uuid.hpp"
 #include "identity/device_map.hpp"
 #include "support/sim_configs.hpp"
 
@@ -99,6 +102,16 @@ TEST_P(MigForms, MigUuidsMapToTheInstance) {
 
 // What a scheduler sets for a job on a MIG slice (full UUIDs, maybe beside a whole GPU), read
 // before CUDA starts: NVML enumerates the instance only under its GPU.
+TEST(DeviceMap, AUuidIsWrittenAsNvmlWritesItByTheDriversOneWriter) {
+  const char bytes[16] = {'\xbb', '\xbb', '\xbb', '\xbb', '\x22', '\x22', '\x40', '\x00',
+                          '\x80', '\x00', '\x00', '\x00', '\x00', '\x00', '\x00', '\x01'};
+  EXPECT_EQ(identity::format_uuid("GPU-", bytes), "GPU-bbbbbbbb-2222-4000-8000-000000000001");
+  EXPECT_EQ(identity::format_uuid("MIG-", bytes), "MIG-bbbbbbbb-2222-4000-8000-000000000001");
+  std::array<unsigned char, 16> raw{};
+  std::memcpy(raw.data(), bytes, raw.size());
+  EXPECT_EQ(driver::uuid_text(raw), "bbbbbbbb-2222-4000-8000-000000000001");
+}
+
 TEST(MigSlices, FullUuidsBesideAWholeGpuWithoutCuda) {
   SimGpu sim(kMig);
   ::setenv("CUDA_VISIBLE_DEVICES",

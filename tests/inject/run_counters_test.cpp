@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cerrno>
 #include <thread>
 
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace gpumem::run {
 namespace {
@@ -153,6 +155,96 @@ TEST_F(Counters, ACallBetweenTwoReadingsOfCallsIsSeen) {
   reset_calls(slot);
   EXPECT_TRUE(quiet_calls(slot.calls.load()));
   EXPECT_NE(slot.calls.load(), left);
+}
+
+// The same on the threads' own lines: read_calls() sums them with the shared word, so that a
+// call marked on any line is seen as one marked on `calls` would be.
+TEST_F(Counters, ACallOnAThreadsOwnLineIsSeenBetweenTwoReadings) {
+  RunCounters& counters = create();
+  ProcessSlot& slot = counters.processes[0];
+  const std::uint64_t idle = read_calls(slot);
+  EXPECT_TRUE(quiet_calls(idle));
+  CallLine* const line = take_call_line(slot);
+  ASSERT_EQ(line, &slot.call_lines[0]);
+  EXPECT_EQ(slot.call_lines_used.load(), 1);
+  EXPECT_EQ(read_calls(slot), idle);  // a line taken is no call
+  enter_call(*line);
+  const std::uint64_t entered = read_calls(slot);
+  EXPECT_FALSE(quiet_calls(entered));
+  EXPECT_EQ(entered, idle + 1);
+  slot.calls.fetch_add(kCallEntered);  // a thread beyond the lines, on the shared word
+  EXPECT_EQ(read_calls(slot) & kCallsInFlightMask, 2u);
+  slot.calls.fetch_add(kCallLeft);
+  leave_call(*line);
+  const std::uint64_t left = read_calls(slot);
+  EXPECT_TRUE(quiet_calls(left));
+  EXPECT_EQ(left >> 16, (idle >> 16) + 2);  // two calls left, one on each
+  leave_call(*line);                        // an EXIT whose ENTER was not marked leaves nothing
+  EXPECT_EQ(read_calls(slot), left);
+}
+
+// Each thread takes its own line, so calls on several threads are each seen, in flight and after
+// they left; threads beyond the lines get none (they mark the shared word).
+TEST_F(Counters, EachThreadMarksItsCallsOnItsOwnLine) {
+  RunCounters& counters = create();
+  ProcessSlot& slot = counters.processes[0];
+  const std::uint64_t idle = read_calls(slot);
+  std::vector<std::thread> threads;
+  std::atomic<int> entered{0};
+  std::atomic<bool> leave{false};
+  for (int thread = 0; thread < kCallLines; ++thread) {
+    threads.emplace_back([&] {
+      CallLine* const line = take_call_line(slot);
+      if (line == nullptr) return;
+      enter_call(*line);
+      entered.fetch_add(1);
+      while (!leave.load()) std::this_thread::yield();
+      leave_call(*line);
+    });
+  }
+  while (entered.load() < kCallLines) std::this_thread::yield();
+  EXPECT_EQ(read_calls(slot) & kCallsInFlightMask, static_cast<std::uint64_t>(kCallLines));
+  EXPECT_EQ(take_call_line(slot), nullptr);  // every line is taken
+  leave.store(true);
+  for (std::thread& thread : threads) thread.join();
+  const std::uint64_t left = read_calls(slot);
+  EXPECT_TRUE(quiet_calls(left));
+  EXPECT_EQ(left >> 16, (idle >> 16) + kCallLines);
+  for (const CallLine& line : slot.call_lines) EXPECT_EQ(line.word.load(), kCallLeft + 1);
+}
+
+// A new owner of the slot: its lines free and quiet, the value another than any its last owner
+// could have left, and a line taken again changes nothing.
+TEST_F(Counters, AClaimedSlotStartsWithItsLinesFreeAndQuiet) {
+  RunCounters& counters = create();
+  ProcessSlot& slot = counters.processes[0];
+  CallLine* const first = take_call_line(slot);
+  CallLine* const second = take_call_line(slot);
+  enter_call(*first);
+  leave_call(*first);
+  enter_call(*second);  // its owner died in a call
+  const std::uint64_t before = read_calls(slot);
+  reset_calls(slot);
+  const std::uint64_t after = read_calls(slot);
+  EXPECT_TRUE(quiet_calls(after));
+  EXPECT_NE(after, before);
+  EXPECT_EQ(slot.call_lines_used.load(), 0);
+  EXPECT_EQ(take_call_line(slot), first);
+  EXPECT_EQ(read_calls(slot), after);  // a line taken is no call
+  EXPECT_EQ(first->word.load(), 0u);
+}
+
+// The line count is the file's: a forged one reads the lines there are.
+TEST_F(Counters, AForgedLineCountReadsOnlyTheLinesThereAre) {
+  RunCounters& counters = create();
+  ProcessSlot& slot = counters.processes[0];
+  for (CallLine& line : slot.call_lines) line.word.store(std::uint64_t{1} << 16);
+  slot.call_lines_used.store(1 << 30);
+  EXPECT_EQ(read_calls(slot), static_cast<std::uint64_t>(kCallLines) << 16);
+  EXPECT_EQ(take_call_line(slot), nullptr);
+  slot.call_lines_used.store(-5);
+  EXPECT_EQ(read_calls(slot), 0u);
+  EXPECT_EQ(take_call_line(slot), nullptr);
 }
 
 TEST_F(Counters, AttachmentsAreRecordedWithTheirReason) {

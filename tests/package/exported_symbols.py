@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""libgpumem.so exports gpumem's public API (include/gpumem) and the tools' seams
-(src/internal/gpumem/internal), and nothing else of gpumem: its internals are hidden
-(-fvisibility=hidden). The C++ standard library's template instantiations it emits are exported
+"""libgpumem.so exports gpumem's public API (include/gpumem) and the seams that gpumem's tools and
+its Python extension call (src/ROOM/seam/gpumem/internal, the tools' seams of
+scripts/check_rooms.py), and nothing else of gpumem: its internals, and the seams only the rooms
+share (ROOM_SEAMS there: the exact ledger, the event observers, the exact source's subscription,
+NVML's process lists, the driver's UUIDs, the run's attribution slots and counters file), are
+hidden (-fvisibility=hidden). The C++ standard library's template instantiations it emits are exported
 as they are by any C++ shared library (libstdc++ declares them with default visibility).
 
 usage: exported_symbols.py path/to/libgpumem.so
@@ -13,21 +16,12 @@ import sys
 # gpumem namespaces that are internal: nothing of them may be exported but the seams below.
 INTERNAL = re.compile(r"^gpumem::(detail|peak|driver|identity|abi|query|trace|publish|support|procfs|run|cli)::")
 SEAMS = {
-    "gpumem::detail::place_exact_ledger",
-    "gpumem::detail::unplace_exact_ledger",
-    "gpumem::detail::ledger_level",
-    "gpumem::detail::take_ledger_level",
-    "gpumem::detail::set_call_observer",
-    "gpumem::detail::set_context_observer",
-    "gpumem::detail::set_footprint_reconciliation",
-    "gpumem::detail::start_run_attribution",
-    "gpumem::detail::run_attribution_peaks",
-    "gpumem::detail::device_process_list",
     "gpumem::detail::spool_directory_refusal",
     "gpumem::detail::read_spool",
     "gpumem::detail::process_running",
     "gpumem::detail::format_spool_record",
     "gpumem::detail::parse_byte_size",
+    "gpumem::detail::byte_size_text",  # the one way a byte count is shown (byte_size.hpp)
     "gpumem::detail::check_outputs",  # the output rule (output_file.hpp)
     "gpumem::detail::check_writable",
     "gpumem::detail::output_identity",
@@ -50,8 +44,6 @@ SEAMS = {
     "gpumem::detail::attribution::to_document",
     "gpumem::detail::attribution::Document::device",
     "gpumem::support::record_diagnostic",
-    "gpumem::driver::device_uuid",
-    "gpumem::driver::uuid_text",
     "gpumem::procfs::pid_namespace",
     "gpumem::procfs::pid_namespace_text",
     "gpumem::procfs::namespace_pids",
@@ -66,24 +58,10 @@ SEAMS = {
     "gpumem::procfs::own_name",
     "gpumem::procfs::process_named",
     "gpumem::procfs::in_initial_pid_namespace",
-    "gpumem::run::parse_uuid",
-    "gpumem::run::find_or_claim_device",
-    "gpumem::run::find_device",
-    "gpumem::run::counting_device",
-    "gpumem::run::add_alias",
-    "gpumem::run::note_process_slot",
-    "gpumem::run::give_back",
     "gpumem::run::join_run",
-    "gpumem::run::own_pid_namespace",
-    "gpumem::run::record_attach",
-    "gpumem::run::RingReader::drain",
+    # the one function of the counters file exported (run_counters.hpp is a seam between rooms):
+    # tests/package/one_engine_test.cpp maps the counters through libgpumem.so
     "gpumem::run::map_run_counters",
-    "gpumem::run::unmap_run_counters",
-    "gpumem::run::create_run_counters",
-    "gpumem::run::ask_for_reading",
-    "gpumem::run::wait_for_doorbell",
-    "gpumem::run::ring_doorbell",
-    "gpumem::run::answer_reading",
     # gpumem run's engine (gpumem/internal/run_engine.hpp, run_result.hpp, run_timeline.hpp,
     # run_rank.hpp), and the implicit members of the result's structs
     "gpumem::run::Engine::Engine",
@@ -129,9 +107,6 @@ SEAMS = {
     "gpumem::detail::WindowPeak::sample_loop",
     "gpumem::detail::WindowPeak::sample_all",
     "gpumem::detail::WindowPeak::rotate_all",
-    "gpumem::peak::acquire_exact",
-    "gpumem::peak::release_exact",
-    "gpumem::peak::exact_status",
 }
 # Structs of the seams whose implicit members (constructors, destructor, assignments) the
 # compiler emits where they are used, so whether one is exported depends on how the library's

@@ -53,6 +53,37 @@ emit(top=snap.top_function(), what=snap.what, held=[b for _, b in by_stack],
     assert result["plain"] is True
 
 
+def test_a_snapshot_is_read_through_the_binding_as_the_library_writes_it(sim):
+    result = sim.run(SETUP + """
+read = []
+real_loads = json.loads
+def counting_loads(*args, **kwargs):
+    read.append(1)
+    return real_loads(*args, **kwargs)
+json.loads = counting_loads
+mtrace = GPUMemTrace(attribute=True, on_exit_report=False)
+load_weights()
+snap = mtrace.peak_snapshot()
+fields = dict(level=snap.level_bytes, live=snap.live_bytes,
+              blocks=[b["bytes"] for b in snap.blocks], failure=snap.failure,
+              attributed=snap.attributed, device=snap.device)
+parsed_by_snapshot = len(read)
+json.loads = real_loads
+emit(fields=fields, parsed=parsed_by_snapshot,
+     same=snap._document == json.loads(snap.to_json()))
+""")
+    # No JSON text is read to make the snapshot's fields: the binding hands over the model.
+    assert result["parsed"] == 0
+    assert result["fields"]["live"] == 300 * 2**20
+    assert result["fields"]["blocks"] == [300 * 2**20]
+    assert result["fields"]["level"] >= result["fields"]["live"]  # the level holds the blocks
+    assert result["fields"]["failure"] is None
+    assert result["fields"]["attributed"] is True
+    assert result["fields"]["device"] == 0
+    # The same document as the writer's text.
+    assert result["same"] is True
+
+
 def test_last_oom_names_the_holder_and_the_failed_request(sim):
     result = sim.run(SETUP + """
 before = gpumem.last_oom()

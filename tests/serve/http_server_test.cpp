@@ -21,17 +21,19 @@ using namespace std::chrono_literals;
 class RunningServer {
  public:
   explicit RunningServer(HttpLimits limits = {}, const WebConfig& web = {}) {
-    ListenError error;
-    server_ = HttpServer::listen(
-        ListenAddress{"127.0.0.1", "0"}, limits,
+    std::string error;
+    server_ = HttpServer::create(
+        limits,
         [](std::string_view path) -> HttpResponse {
           if (path == "/metrics") return {200, "text/plain", "up 1\n"};
           // Big enough to keep a connection writing while its client does not read.
           if (path == "/big") return {200, "text/plain", std::string(64 << 20, 'x')};
           return {404, "text/plain", "Not Found\n"};
         },
-        error, web);
-    if (!server_) throw std::runtime_error(error.message);
+        web, &error);
+    if (!server_ || !server_->listen(ListenAddress{"127.0.0.1", "0"}, &error)) {
+      throw std::runtime_error(error);
+    }
     stop_ = ::eventfd(0, EFD_CLOEXEC);
     thread_ = std::thread([this] { server_->run(stop_); });
   }
@@ -90,6 +92,36 @@ TEST(HttpServer, AnswersOtherPathsWith404) {
             "HTTP/1.1 404 Not Found");
   EXPECT_EQ(status_line(request(server.port(), "GET /metrics/x HTTP/1.0\r\n\r\n")),
             "HTTP/1.1 404 Not Found");
+}
+
+HttpResponse answer_ok(std::string_view) {
+  return {200, "text/plain", "ok\n"};
+}
+
+TEST(HttpServer, AnAddressInUseIsRefusedWithItsReason) {
+  std::string error;
+  std::unique_ptr<HttpServer> first = HttpServer::create({}, answer_ok, {}, &error);
+  ASSERT_TRUE(first) << error;
+  ASSERT_TRUE(first->listen(ListenAddress{"127.0.0.1", "0"}, &error)) << error;
+  const std::string port = std::to_string(first->port());
+
+  std::unique_ptr<HttpServer> second = HttpServer::create({}, answer_ok, {}, &error);
+  ASSERT_TRUE(second) << error;
+  EXPECT_FALSE(second->listen(ListenAddress{"127.0.0.1", port}, &error));
+  EXPECT_EQ(error, "cannot listen on 127.0.0.1:" + port + ": Address already in use");
+  // No reason wanted: refused all the same.
+  EXPECT_FALSE(second->listen(ListenAddress{"127.0.0.1", port}));
+}
+
+TEST(HttpServer, ACertificateThatCannotBeUsedIsRefusedBeforeAnyAddressIsTried) {
+  WebConfig web;
+  web.tls = TlsConfig{};
+  web.tls->cert_file = "/nonexistent/server.crt";
+  web.tls->key_file = "/nonexistent/server.key";
+  std::string error;
+  EXPECT_EQ(HttpServer::create({}, answer_ok, web, &error), nullptr);
+  EXPECT_EQ(error, "cannot use the certificate /nonexistent/server.crt: No such file or directory");
+  EXPECT_EQ(HttpServer::create({}, answer_ok, web), nullptr);
 }
 
 TEST(HttpServer, RefusesOtherMethodsAndBodies) {

@@ -40,7 +40,7 @@ class WebConfigFile : public ::testing::Test {
   std::optional<WebConfig> load(const std::string& text) {
     std::ofstream(dir_ / "web.yml") << text;
     error_.clear();
-    return load_web_config(dir_ / "web.yml", error_);
+    return load_web_config(dir_ / "web.yml", &error_);
   }
   fs::path dir_;
   std::string error_;
@@ -109,13 +109,13 @@ TEST_F(WebConfigFile, NamesACertificateOrKeyThatCannotBeUsedAndWhy) {
   tls.cert_file = dir_ / "missing.crt";
   tls.key_file = dir_ / "missing.key";
   std::string error;
-  EXPECT_FALSE(make_tls_context(tls, error));
+  EXPECT_FALSE(make_tls_context(tls, &error));
   EXPECT_EQ(error,
             "cannot use the certificate " + tls.cert_file.string() + ": No such file or directory");
   std::ofstream(dir_ / "garbage.crt") << "not a certificate\n";
   tls.cert_file = dir_ / "garbage.crt";
   error.clear();
-  EXPECT_FALSE(make_tls_context(tls, error));
+  EXPECT_FALSE(make_tls_context(tls, &error));
   EXPECT_TRUE(error.starts_with("cannot use the certificate " + tls.cert_file.string() + ": "))
       << error;
   EXPECT_EQ(error.find("asio.ssl error"), std::string::npos) << error;
@@ -166,13 +166,13 @@ TEST_F(WebConfigFile, ATlsRangeNoHandshakeCanCompleteInIsRefused) {
     tls.min_version = low;
     tls.max_version = high;
     std::string error;
-    EXPECT_TRUE(make_tls_context(tls, error)) << low << "-" << high << ": " << error;
+    EXPECT_TRUE(make_tls_context(tls, &error)) << low << "-" << high << ": " << error;
   }
   for (const char* old : {"TLS10", "TLS11"}) {
     tls.min_version = old;
     tls.max_version = old;
     std::string error;
-    EXPECT_FALSE(make_tls_context(tls, error)) << old;
+    EXPECT_FALSE(make_tls_context(tls, &error)) << old;
     EXPECT_TRUE(error.starts_with("no TLS client can connect with min_version " + std::string(old) +
                                   " and max_version " + old + ": "))
         << error;

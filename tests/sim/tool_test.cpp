@@ -128,6 +128,21 @@ TEST(simTool, SpikeIsFreedAfterwards) {
   EXPECT_EQ(show()["devices"][1]["used_bytes"], 0);
 }
 
+// `pairs`: each allocation freed before the next, so the device held one block at most.
+TEST(simTool, PairsHoldOneBlockAtATime) {
+  SimGpu gpu;
+  const nlohmann::json before = show();
+  const int device = before["cuda_order"][0];  // CUDA device 0, which the workload uses
+  const std::uint64_t used = before["devices"][device]["used_bytes"];
+  const Result r = run_tool("workload 'pairs 1000 4MiB'");
+  EXPECT_EQ(r.status, 0) << r.out;
+  const nlohmann::json after = show();
+  EXPECT_EQ(after["devices"][device]["used_bytes"], used);
+  EXPECT_EQ(after["devices"][device]["used_peak_bytes"], used + (4u << 20));
+  EXPECT_EQ(run_tool("workload 'pairs 0 4MiB'").status, 1);
+  EXPECT_EQ(run_tool("workload 'pairs x 4MiB'").status, 1);
+}
+
 // Runs a workload whose checkpoints are "print N; wait_for <dir>/N": at each printed N the
 // simulated devices' used bytes (NVML 0 and 1) and the workload's own bytes are read, then the
 // workload goes on.

@@ -1,6 +1,8 @@
 // The one parser of byte sizes (--max-peak, the pytest plugin's markers).
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include "gpumem/internal/byte_size.hpp"
@@ -52,6 +54,21 @@ TEST(ByteSize, AnythingElseIsRefusedWithTheReason) {
   EXPECT_NE(refusal("1.2.3 GB").find("unknown unit"), std::string::npos);
   EXPECT_NE(refusal("9000000 TiB").find("too large"), std::string::npos);
   EXPECT_FALSE(parse_byte_size("2", nullptr).has_value());  // no error text asked for
+}
+
+TEST(ByteSize, ACountIsShownInTheLargestBinaryUnitThatKeepsItUnder1024) {
+  using detail::byte_size_text;
+  EXPECT_EQ(byte_size_text(0), "0 B");
+  EXPECT_EQ(byte_size_text(1023), "1023 B");
+  EXPECT_EQ(byte_size_text(-1023), "-1023 B");
+  EXPECT_EQ(byte_size_text(1024), "1.0 KiB");
+  EXPECT_EQ(byte_size_text(1536), "1.5 KiB");
+  EXPECT_EQ(byte_size_text((1 << 20) - 1), "1024.0 KiB");  // one decimal, rounded
+  EXPECT_EQ(byte_size_text(188ll << 20), "188.0 MiB");
+  EXPECT_EQ(byte_size_text(143771ll << 20), "140.4 GiB");
+  EXPECT_EQ(byte_size_text(-(2ll << 30)), "-2.0 GiB");
+  EXPECT_EQ(byte_size_text(5ll << 50), "5120.0 TiB");  // TiB is the largest unit
+  EXPECT_EQ(byte_size_text(std::numeric_limits<std::int64_t>::min()), "-8388608.0 TiB");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -31,15 +32,27 @@ TEST(DiagnosticsLog, KeepsEachDistinctMessageOnceOldestFirst) {
   EXPECT_EQ(gpumem::last_diagnostic(), "GPU 1 lost (NVML_ERROR_GPU_IS_LOST)");
 }
 
+// The log is the process's: counts only this test's own messages, whatever ran before it.
 TEST(DiagnosticsLog, ThreadsRecordingTheSameMessagesKeepOneEach) {
+  const auto own = [] {
+    std::vector<std::string> mine;
+    for (const std::string& message : gpumem::diagnostics())
+      if (message.starts_with("threaded message ")) mine.push_back(message);
+    return mine;
+  };
+  ASSERT_TRUE(own().empty());
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([] {
-      for (int i = 0; i < 200; ++i) record_diagnostic("message " + std::to_string(i % 10));
+      for (int i = 0; i < 200; ++i) record_diagnostic("threaded message " + std::to_string(i % 10));
     });
   }
   for (std::thread& thread : threads) thread.join();
-  EXPECT_EQ(gpumem::diagnostics().size(), 10u);
+  std::vector<std::string> mine = own();
+  std::sort(mine.begin(), mine.end());
+  std::vector<std::string> expected;
+  for (int i = 0; i < 10; ++i) expected.push_back("threaded message " + std::to_string(i));
+  EXPECT_EQ(mine, expected);
 }
 
 TEST(Environment, AnEmptyVariableCountsAsUnset) {

@@ -1,23 +1,13 @@
 #include "format.hpp"
 
 #include <cstdio>
-#include <cstdlib>
+
+#include "gpumem/internal/byte_size.hpp"
 
 namespace gpumem::cli {
 
 std::string format_bytes(std::int64_t bytes) {
-  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
-  const std::int64_t magnitude = std::llabs(bytes);
-  if (magnitude < 1024) return std::to_string(bytes) + " B";
-  double value = static_cast<double>(bytes) / 1024.0;
-  int unit = 0;
-  while (unit < 3 && (value >= 1024.0 || value <= -1024.0)) {
-    value /= 1024.0;
-    ++unit;
-  }
-  char text[64];
-  std::snprintf(text, sizeof text, "%.1f %s", value, kUnits[unit]);
-  return text;
+  return detail::byte_size_text(bytes);
 }
 
 std::string format_seconds(double seconds) {

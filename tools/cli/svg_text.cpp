@@ -2,12 +2,14 @@
 
 #include <cstdio>
 
+#include "gpumem/internal/printable_text.hpp"
+
 namespace gpumem::cli {
 
 std::string svg_escape(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  for (char c : text) {
+  for (char c : detail::printable(text)) {
     switch (c) {
       case '&':
         out += "&amp;";
@@ -22,7 +24,7 @@ std::string svg_escape(const std::string& text) {
         out += "&quot;";
         break;
       default:
-        if (static_cast<unsigned char>(c) >= 0x20 || c == '\t') out += c;
+        out += c;  // printable() left no control character and no byte that is not UTF-8
     }
   }
   return out;

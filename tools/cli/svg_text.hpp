@@ -5,8 +5,10 @@
 
 namespace gpumem::cli {
 
-// `text` as XML character data or an attribute value: &, <, > and " escaped, and the control
-// characters XML 1.0 forbids (all below U+0020 but tab) dropped.
+// `text` as XML character data or an attribute value: shown as on a terminal (printable(): the
+// controls XML 1.0 forbids, the bidirectional and invisible characters and the bytes that are not
+// UTF-8 as escapes, so the file stays well-formed and a name reads as it is), then &, <, > and "
+// escaped.
 std::string svg_escape(const std::string& text);
 
 // A coordinate or length with one decimal ("12.5").

@@ -518,32 +518,32 @@ void HttpServer::Impl::accept() {
   });
 }
 
-std::unique_ptr<HttpServer> HttpServer::listen(const ListenAddress& address,
-                                               const HttpLimits& limits, HttpHandler handler,
-                                               ListenError& error, const WebConfig& web) {
+std::unique_ptr<HttpServer> HttpServer::create(const HttpLimits& limits, HttpHandler handler,
+                                               const WebConfig& web, std::string* error) {
   auto impl = std::make_unique<Impl>(limits, std::move(handler), web);
   if (web.tls) {
-    impl->tls = make_tls_context(*web.tls, error.message);
-    if (!impl->tls) {
-      error.kind = ListenError::configuration;
-      return nullptr;
-    }
+    impl->tls = make_tls_context(*web.tls, error);
+    if (!impl->tls) return nullptr;
   }
   if (!web.basic_auth_users.empty()) impl->auth = std::make_unique<BasicAuth>(web.basic_auth_users);
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
 
+bool HttpServer::listen(const ListenAddress& address, std::string* error) {
+  Impl& impl = *impl_;
   const std::string where = address.host + ":" + address.port;
+  const auto fail = [&](const std::string& why) {
+    if (error != nullptr) *error = "cannot listen on " + where + ": " + why;
+    return false;
+  };
   error_code failure;
-  tcp::resolver resolver(impl->io);
+  tcp::resolver resolver(impl.io);
   auto endpoints = resolver.resolve(
       address.host, address.port, tcp::resolver::passive | tcp::resolver::numeric_service, failure);
-  if (failure || endpoints.empty()) {
-    error = {ListenError::address,
-             "cannot listen on " + where + ": " + (failure ? failure.message() : "no address")};
-    return nullptr;
-  }
+  if (failure || endpoints.empty()) return fail(failure ? failure.message() : "no address");
   for (const auto& entry : endpoints) {
     error_code attempt;
-    tcp::acceptor& acceptor = impl->acceptor;
+    tcp::acceptor& acceptor = impl.acceptor;
     if (acceptor.is_open()) acceptor.close(attempt);
     acceptor.open(entry.endpoint().protocol(), attempt);
     if (!attempt) acceptor.set_option(tcp::acceptor::reuse_address(true), attempt);
@@ -552,14 +552,11 @@ std::unique_ptr<HttpServer> HttpServer::listen(const ListenAddress& address,
     failure = attempt;
     if (!attempt) break;
   }
-  if (failure) {
-    error = {ListenError::address, "cannot listen on " + where + ": " + failure.message()};
-    return nullptr;
-  }
-  const tcp::endpoint bound = impl->acceptor.local_endpoint(failure);
-  impl->port = bound.port();
-  impl->loopback = bound.address().is_loopback();
-  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+  if (failure) return fail(failure.message());
+  const tcp::endpoint bound = impl.acceptor.local_endpoint(failure);
+  impl.port = bound.port();
+  impl.loopback = bound.address().is_loopback();
+  return true;
 }
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

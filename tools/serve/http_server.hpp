@@ -53,25 +53,21 @@ struct HttpStats {
   std::atomic<std::uint64_t> open_connections{0};
 };
 
-// Why listen() failed.
-struct ListenError {
-  // configuration: a certificate or key that cannot be used (the command exits 2, as for any
-  // invalid configuration); address: the address cannot be listened on (in use, not local).
-  enum Kind { none, configuration, address } kind = none;
-  std::string message;
-};
-
 class HttpServer {
  public:
-  // Binds and listens, with TLS and basic authentication when `web` asks for them; nullptr
-  // with the reason in `error` on failure.
-  static std::unique_ptr<HttpServer> listen(const ListenAddress& address, const HttpLimits& limits,
-                                            HttpHandler handler, ListenError& error,
-                                            const WebConfig& web = {});
+  // A server for `handler`, with TLS and basic authentication when `web` asks for them, not yet
+  // listening; nullptr when web's certificate or key cannot be used (an invalid configuration),
+  // with the reason in `error` when given.
+  static std::unique_ptr<HttpServer> create(const HttpLimits& limits, HttpHandler handler,
+                                            const WebConfig& web, std::string* error = nullptr);
+  // Binds `address` and listens (once, before run()); false when the address cannot be listened
+  // on (in use, not local), with the reason in `error` when given.
+  bool listen(const ListenAddress& address, std::string* error = nullptr);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
+  // Where it listens (after listen()).
   int port() const noexcept;
   bool tls() const noexcept;
   // Whether it listens on a loopback address only.

@@ -129,7 +129,7 @@ int run_serve(const ServeOptions& options) {
   WebConfig web;
   if (!options.web_config.empty()) {
     std::string error;
-    auto loaded = load_web_config(options.web_config, error);
+    auto loaded = load_web_config(options.web_config, &error);
     if (!loaded) return usage_error("invalid --web.config.file: " + error);
     web = std::move(*loaded);
   }
@@ -194,13 +194,13 @@ int run_serve(const ServeOptions& options) {
                         render_exposition(latest.snapshot ? *latest.snapshot : kNone, serving)};
   };
 
-  ListenError error;
-  auto server = HttpServer::listen(*address, limits, handler, error, web);
-  if (!server) {
-    if (error.kind == ListenError::configuration) {
-      return usage_error("invalid --web.config.file: " + error.message);
-    }
-    std::cerr << "gpumem serve: " << detail::printable(error.message) << "\n";
+  std::string error;
+  auto server = HttpServer::create(limits, handler, web, &error);
+  // A certificate or key that cannot be used is an invalid configuration (status 2); an address
+  // that cannot be listened on is not (status 1).
+  if (!server) return usage_error("invalid --web.config.file: " + error);
+  if (!server->listen(*address, &error)) {
+    std::cerr << "gpumem serve: " << detail::printable(error) << "\n";
     return 1;
   }
   stats = &server->stats();

@@ -99,7 +99,11 @@ std::string handshake_refusal(SSL_CTX* server_context, int min_version, int max_
 
 }  // namespace
 
-std::unique_ptr<ssl::context> make_tls_context(const TlsConfig& config, std::string& error) {
+std::unique_ptr<ssl::context> make_tls_context(const TlsConfig& config, std::string* error) {
+  const auto fail = [error](std::string why) {
+    if (error != nullptr) *error = std::move(why);
+    return nullptr;
+  };
   auto context = std::make_unique<ssl::context>(ssl::context::tls_server);
   boost::system::error_code failure;
   context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
@@ -108,28 +112,24 @@ std::unique_ptr<ssl::context> make_tls_context(const TlsConfig& config, std::str
   SSL_CTX* native = context->native_handle();
   if (SSL_CTX_set_min_proto_version(native, protocol_version(config.min_version)) != 1 ||
       SSL_CTX_set_max_proto_version(native, protocol_version(config.max_version)) != 1) {
-    error = "the TLS versions asked for are not available";
-    return nullptr;
+    return fail("the TLS versions asked for are not available");
   }
   context->use_certificate_chain_file(config.cert_file.string(), failure);
   if (failure) {
-    error = "cannot use the certificate " + config.cert_file.string() + ": " + reason(failure);
-    return nullptr;
+    return fail("cannot use the certificate " + config.cert_file.string() + ": " + reason(failure));
   }
   context->use_private_key_file(config.key_file.string(), ssl::context::pem, failure);
   if (failure) {
-    error = "cannot use the key " + config.key_file.string() + ": " + reason(failure);
-    return nullptr;
+    return fail("cannot use the key " + config.key_file.string() + ": " + reason(failure));
   }
   if (SSL_CTX_check_private_key(native) != 1) {
-    error = "the key " + config.key_file.string() + " does not match the certificate";
-    return nullptr;
+    return fail("the key " + config.key_file.string() + " does not match the certificate");
   }
   if (!config.client_ca_file.empty()) {
     context->load_verify_file(config.client_ca_file.string(), failure);
     if (failure) {
-      error = "cannot use the client CA " + config.client_ca_file.string() + ": " + reason(failure);
-      return nullptr;
+      return fail("cannot use the client CA " + config.client_ca_file.string() + ": " +
+                  reason(failure));
     }
   }
   const std::string& type = config.client_auth_type;
@@ -146,14 +146,13 @@ std::unique_ptr<ssl::context> make_tls_context(const TlsConfig& config, std::str
                                                 protocol_version(config.max_version));
   if (!refusal.empty()) {
     const bool old_only = config.max_version == "TLS10" || config.max_version == "TLS11";
-    error =
+    return fail(
         "no TLS client can connect with min_version " + config.min_version + " and max_version " +
         (config.max_version.empty() ? "(the newest)" : config.max_version) + ": " + refusal +
         (old_only
              ? " (TLS 1.0 and 1.1 are refused at this OpenSSL's security level " +
                    std::to_string(SSL_CTX_get_security_level(native)) + "; allow TLS12 or TLS13)"
-             : "");
-    return nullptr;
+             : ""));
   }
   return context;
 }

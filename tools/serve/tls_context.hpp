@@ -10,8 +10,8 @@
 
 namespace gpumem::serve {
 
-// nullptr with the reason in `error` when a file cannot be read or does not match.
+// nullptr when a file cannot be read or does not match, with the reason in `error` when given.
 std::unique_ptr<boost::asio::ssl::context> make_tls_context(const TlsConfig& config,
-                                                            std::string& error);
+                                                            std::string* error = nullptr);
 
 }  // namespace gpumem::serve

@@ -125,14 +125,16 @@ WebConfig parse(const YAML::Node& root, const std::filesystem::path& base) {
 
 }  // namespace
 
-std::optional<WebConfig> load_web_config(const std::filesystem::path& file, std::string& error) {
+std::optional<WebConfig> load_web_config(const std::filesystem::path& file, std::string* error) {
+  std::string why;
   try {
     return parse(YAML::LoadFile(file.string()), file.parent_path());
   } catch (const ConfigError& e) {
-    error = file.string() + ": " + e.what;
+    why = e.what;
   } catch (const YAML::Exception& e) {
-    error = file.string() + ": " + e.what();
+    why = e.what();
   }
+  if (error != nullptr) *error = file.string() + ": " + why;
   return std::nullopt;
 }
 

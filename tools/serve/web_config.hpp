@@ -27,9 +27,11 @@ struct WebConfig {
   std::map<std::string, std::string> headers;           // added to every response
 };
 
-// Reads and checks the file; nullopt with the reason in `error` (unknown keys are errors, as
-// in the toolkit, so that a typo does not silently leave an exporter open). Relative file
-// names are taken relative to the configuration file's directory.
-std::optional<WebConfig> load_web_config(const std::filesystem::path& file, std::string& error);
+// Reads and checks the file; nullopt when it is not a valid configuration, with the reason in
+// `error` when given ("FILE: why"; unknown keys are errors, as in the toolkit, so that a typo
+// does not silently leave an exporter open). Relative file names are taken relative to the
+// configuration file's directory.
+std::optional<WebConfig> load_web_config(const std::filesystem::path& file,
+                                         std::string* error = nullptr);
 
 }  // namespace gpumem::serve

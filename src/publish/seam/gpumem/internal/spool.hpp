@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gpumem/trace.hpp"
+#include "gpumem/reading.hpp"
 
 // A seam for gpumem's own tools (the gpumem_internal target): exported from libgpumem.so so that
 // they share its engine, never installed.

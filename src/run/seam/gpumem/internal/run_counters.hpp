@@ -33,7 +33,7 @@ inline constexpr const char* kCountersVariable = "GPUMEM_RUN_COUNTERS";
 inline constexpr const char* kAttributionDirVariable = "GPUMEM_RUN_ATTRIBUTION_DIR";
 
 inline constexpr std::uint32_t kCountersMagic = 0x67706d72;  // "gpmr"
-inline constexpr std::uint32_t kCountersVersion = 10;
+inline constexpr std::uint32_t kCountersVersion = 11;
 inline constexpr int kMaxDevices = 64;     // physical devices (UUIDs) counted in one run
 inline constexpr int kMaxProcesses = 512;  // CUDA processes of one tree tracked at once
 inline constexpr int kMaxRecords = 4096;   // processes whose attachment is recorded, per run
@@ -47,9 +47,7 @@ inline constexpr std::uint64_t kEventRingSize = 1u << 16;
 using Uuid = std::array<unsigned char, 16>;
 // "GPU-1b0a4a6e-0b8f-…", "MIG-…" or the bare hex: the 16 bytes; nullopt for anything else (the
 // pre-R470 "MIG-GPU-…/gi/ci" names carry no UUID of their own).
-#pragma GCC visibility push(default)
 std::optional<Uuid> parse_uuid(std::string_view text);
-#pragma GCC visibility pop
 
 // What one process holds, so the monitor can tell its context apart from its events and give back
 // what a process that died without freeing (SIGKILL, _exit) held: the driver frees it, and no
@@ -66,21 +64,30 @@ inline constexpr std::uint64_t kUnknownNamespace = ~std::uint64_t{0};
 //
 // `calls` tells the monitor whether the ledger and the driver's own figures agree. The driver
 // charges an allocation (NVML shows it) before the call returns and its EXIT callback adds it to
-// the ledger,
-// and releases a block before the EXIT of its free takes it off: a reading taken in between is
-// off by the block. Every traced call adds 1 at its ENTER (`kCallEntered`, the low 16 bits: the
-// calls in flight) and `kCallLeft` after its EXIT (one call fewer in flight, the generation in the
-// high 48 bits one higher), a thread's outermost call only (the driver calls inside a runtime call
-// are inside its ENTER and EXIT), and so does anything else that moves the ledger outside a call
-// (the slot being given back, `kCallEntered` never left). The monitor reads NVML between two loads
-// of `calls`: the reading agrees with the ledger only when both loads return the same value with no
-// call in flight (`quiet_calls`), because any call that overlapped it changed the word
-// (docs/peaks.md, "Why the reconciliation cannot double count").
+// the ledger, and releases a block before the EXIT of its free takes it off: a reading taken in
+// between is off by the block. Every traced call adds 1 at its ENTER (`kCallEntered`, the low 16
+// bits: the calls in flight) and `kCallLeft` after its EXIT (one call fewer in flight, the
+// generation in the high 48 bits one higher), a thread's outermost call only (the driver calls
+// inside a runtime call are inside its ENTER and EXIT), and so does anything else that moves the
+// ledger outside a call (the slot being given back, `kCallEntered` never left). The monitor reads
+// NVML between two read_calls(): the reading agrees with the ledger only when both return the
+// same value with no call in flight (`quiet_calls`), because any call that overlapped it changed
+// a word (docs/peaks.md, "Why the reconciliation cannot double count").
 inline constexpr std::uint64_t kCallEntered = 1;
 inline constexpr std::uint64_t kCallLeft = (std::uint64_t{1} << 16) - 1;
 inline constexpr std::uint64_t kCallsInFlightMask = 0xffff;
 
-struct ProcessSlot {
+// The word is spread over lines, so that a call moves no word another thread writes: each of a
+// process's first kCallLines threads that makes a traced call takes a line of the slot for its
+// life (`call_lines_used` counts them), and marks its calls there with a load and a store, no
+// read-modify-write; a thread beyond them, and the slot's own marks (claimed, given back), use
+// `calls` itself. read_calls() sums them into the one value above.
+inline constexpr int kCallLines = 16;
+struct alignas(64) CallLine {
+  std::atomic<std::uint64_t> word;  // as `calls`: in flight (low 16 bits), generation above
+};
+
+struct alignas(64) ProcessSlot {
   std::atomic<std::int32_t> pid;             // 0: free slot; -1: being given back
   std::atomic<std::uint64_t> pid_namespace;  // 0 while being claimed
   std::atomic<std::uint64_t> calls;          // in flight (low 16 bits) and generation (above)
@@ -89,7 +96,10 @@ struct ProcessSlot {
   // gave it back for a process that died): until then the process, its context included, was
   // there, so a peak made before it still stood on that context.
   std::atomic<std::int64_t> released_ns;
-  std::atomic<std::uint64_t> ledger[detail::kLedgerOrdinals];
+  std::atomic<std::int32_t> call_lines_used;  // lines taken by its threads (may pass kCallLines)
+  // Moved by every event of the process: on lines the monitor's scans of the words above do
+  // not share.
+  alignas(64) std::atomic<std::uint64_t> ledger[detail::kLedgerOrdinals];
   std::atomic<std::int32_t> ordinal_device[detail::kLedgerOrdinals];
   // A reading asked by the process (reading_request.cpp, docs/peaks.md "How the context is
   // known"): `asked` counts its requests, the monitor copies it to `answered` once it has read
@@ -99,6 +109,7 @@ struct ProcessSlot {
   std::atomic<std::uint32_t> answered;
   std::atomic<std::uint32_t> answer;
   std::atomic<std::uint32_t> asked_kind;  // kAskedAt*
+  CallLine call_lines[kCallLines];
 };
 
 // What a process's request for a reading says, and what the monitor answered.
@@ -112,11 +123,59 @@ inline bool quiet_calls(std::uint64_t calls) noexcept {
   return (calls & kCallsInFlightMask) == 0;
 }
 
+// The slot's `calls` as one value: every line's calls in flight (their sum, at most the mask)
+// and the sum of the generations, which only grow. Two equal readings with none in flight mean
+// no call of the process overlapped the time between them. `call_lines_used` is the file's, so
+// it is clamped: a forged count reads the lines there are.
+inline std::uint64_t read_calls(const ProcessSlot& slot) noexcept {
+  std::uint64_t in_flight = 0;
+  std::uint64_t generation = 0;
+  auto add = [&](std::uint64_t word) noexcept {
+    in_flight += word & kCallsInFlightMask;
+    generation += word >> 16;
+  };
+  add(slot.calls.load(std::memory_order_acquire));
+  const int lines = std::clamp(slot.call_lines_used.load(std::memory_order_acquire), 0, kCallLines);
+  for (int line = 0; line < lines; ++line)
+    add(slot.call_lines[line].word.load(std::memory_order_acquire));
+  return (generation << 16) | std::min(in_flight, kCallsInFlightMask);
+}
+
 // A claimed slot starts with no call in flight, in a generation of its own (a reading that
-// spans a change of owner is refused).
+// spans a change of owner is refused), and with its lines free for its threads: their
+// generations are carried into `calls`, so that a line taken again changes no reading. Called by
+// the claimant, before any thread of it marks a call.
 inline void reset_calls(ProcessSlot& slot) noexcept {
-  const std::uint64_t calls = slot.calls.load(std::memory_order_relaxed);
-  slot.calls.store(((calls >> 16) + 1) << 16, std::memory_order_release);
+  std::uint64_t generation = slot.calls.load(std::memory_order_relaxed) >> 16;
+  for (const CallLine& line : slot.call_lines)
+    generation += line.word.load(std::memory_order_relaxed) >> 16;
+  slot.calls.store((generation + 1) << 16, std::memory_order_release);
+  for (CallLine& line : slot.call_lines) line.word.store(0, std::memory_order_relaxed);
+  slot.call_lines_used.store(0, std::memory_order_release);
+}
+
+// A thread's line in `slot`, taken at its first traced call: nullptr when every line is taken
+// (the thread then marks its calls in `calls`).
+inline CallLine* take_call_line(ProcessSlot& slot) noexcept {
+  const std::int32_t index = slot.call_lines_used.fetch_add(1, std::memory_order_acq_rel);
+  return index >= 0 && index < kCallLines ? &slot.call_lines[index] : nullptr;
+}
+
+// A traced call's ENTER on the calling thread's own line. Only that thread writes the line: a
+// load and a store. The driver's charge (a later store of this thread) must not become visible
+// before it: the release fence orders it before every later store (free on x86).
+inline void enter_call(CallLine& line) noexcept {
+  const std::uint64_t word = line.word.load(std::memory_order_relaxed);
+  line.word.store(word + kCallEntered, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+}
+
+// Its EXIT, after its events moved the ledger (release: a monitor that sees the call left sees
+// them). An EXIT whose ENTER was not marked (the slot was taken meanwhile) has nothing to leave.
+inline void leave_call(CallLine& line) noexcept {
+  const std::uint64_t word = line.word.load(std::memory_order_relaxed);
+  if ((word & kCallsInFlightMask) == 0) return;
+  line.word.store(word + kCallLeft, std::memory_order_release);
 }
 
 // How one process that loaded the injection library is measured, so the monitor can say which
@@ -263,8 +322,6 @@ inline std::size_t process_slots_used(const RunCounters& counters) noexcept {
   return static_cast<std::size_t>(std::clamp(used, 0, kMaxProcesses));
 }
 
-#pragma GCC visibility push(default)
-
 // The device slot for `uuid`: the one already named so, or the first free one, named now.
 // Lock-free (a compare-and-swap on the slot's state); -1 when all kMaxDevices are taken.
 int find_or_claim_device(RunCounters& counters, const Uuid& uuid) noexcept;
@@ -315,17 +372,22 @@ void ring_doorbell(RunCounters& counters) noexcept;
 // Answers request `asked` of `slot` and wakes its process.
 void answer_reading(ProcessSlot& slot, std::uint32_t asked, std::uint32_t answer) noexcept;
 
+// The monitor's: a sealed memory file (it can neither shrink nor grow) with its pages allocated,
+// left open (`descriptor`, the caller closes it after unmapping) for the command to inherit;
+// `path` names it through /proc.
+RunCounters* create_run_counters(std::string* path, int* descriptor, std::string* error);
+
+// No tool calls this seam (the injection library joins a run through run_process.hpp), so it is
+// hidden in libgpumem.so, but for this one function: the package's one-engine test
+// (tests/package/one_engine_test.cpp) links libgpumem.so as a program does and maps the counters
+// the injection library in its process counts into.
+#pragma GCC visibility push(default)
 // Maps the file (created by the monitor, or opened by a measured process); nullptr on failure.
 // `create` sizes and initialises it.
 // A process of the command whose own /proc hides the monitor's (a pid namespace with a /proc of
 // its own) opens the descriptor it inherited, named by the path's tail.
 RunCounters* map_run_counters(const std::string& path, bool create, std::string* error);
-// The monitor's: a sealed memory file (it can neither shrink nor grow) with its pages allocated,
-// left open (`descriptor`, the caller closes it after unmapping) for the command to inherit;
-// `path` names it through /proc.
-RunCounters* create_run_counters(std::string* path, int* descriptor, std::string* error);
-void unmap_run_counters(RunCounters* counters);
-
 #pragma GCC visibility pop
+void unmap_run_counters(RunCounters* counters);
 
 }  // namespace gpumem::run

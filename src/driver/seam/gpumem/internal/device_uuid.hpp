@@ -7,9 +7,7 @@
 #include <optional>
 #include <string>
 
-// A seam for gpumem's own tools (the gpumem_internal target): exported from libgpumem.so so that
-// they share its engine, never installed.
-#pragma GCC visibility push(default)
+// A seam between rooms, which no tool calls: hidden in libgpumem.so, as the rest of src/ is.
 
 namespace gpumem::driver {
 
@@ -19,9 +17,8 @@ namespace gpumem::driver {
 std::optional<std::array<unsigned char, 16>> device_uuid(int ordinal) noexcept;
 
 // The 16 bytes as NVML writes a UUID's hex, without its "GPU-" or "MIG-" prefix (the bytes do
-// not say which): "bbbbbbbb-2222-4000-8000-000000000001".
+// not say which): "bbbbbbbb-2222-4000-8000-000000000001". The one writer of a UUID: the device
+// map (identity) prefixes it, the monitor and the out-of-memory records use it bare.
 std::string uuid_text(const std::array<unsigned char, 16>& bytes);
 
 }  // namespace gpumem::driver
-
-#pragma GCC visibility pop

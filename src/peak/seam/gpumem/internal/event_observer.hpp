@@ -5,9 +5,7 @@
 
 #include <cstdint>
 
-// A seam for gpumem's own tools (the gpumem_internal target): exported from libgpumem.so so that
-// they share its engine, never installed.
-#pragma GCC visibility push(default)
+// A seam between rooms, which no tool calls: hidden in libgpumem.so, as the rest of src/ is.
 
 namespace gpumem::detail {
 
@@ -41,5 +39,3 @@ void set_context_observer(ContextObserver fn, void* ctx) noexcept;
 void set_footprint_reconciliation(bool enabled) noexcept;
 
 }  // namespace gpumem::detail
-
-#pragma GCC visibility pop

@@ -5,9 +5,7 @@
 
 #include <string>
 
-// A seam for gpumem's own tools (the gpumem_internal target): exported from libgpumem.so so that
-// they share its engine, never installed.
-#pragma GCC visibility push(default)
+// A seam between rooms, which no tool calls: hidden in libgpumem.so, as the rest of src/ is.
 
 namespace gpumem::peak {
 
@@ -20,5 +18,3 @@ void release_exact() noexcept;
 std::string exact_status();
 
 }  // namespace gpumem::peak
-
-#pragma GCC visibility pop

@@ -8,9 +8,7 @@
 
 #include "gpumem/device.hpp"
 
-// A seam for gpumem's own tools (the gpumem_internal target): exported from libgpumem.so so that
-// they share its engine, never installed.
-#pragma GCC visibility push(default)
+// A seam between rooms, which no tool calls: hidden in libgpumem.so, as the rest of src/ is.
 
 namespace gpumem::detail {
 
@@ -20,5 +18,3 @@ namespace gpumem::detail {
 std::optional<std::vector<ProcessMemory>> device_process_list(int ordinal) noexcept;
 
 }  // namespace gpumem::detail
-
-#pragma GCC visibility pop

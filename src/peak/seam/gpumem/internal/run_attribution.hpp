@@ -7,8 +7,7 @@
 
 #include "gpumem/attribution.hpp"
 
-// A seam for gpumem's own tools (the gpumem_internal target): exported from libgpumem.so.
-#pragma GCC visibility push(default)
+// A seam between rooms, which no tool calls: hidden in libgpumem.so, as the rest of src/ is.
 
 namespace gpumem::detail {
 
@@ -21,5 +20,3 @@ bool start_run_attribution(int devices);
 std::vector<AttributionSnapshot> run_attribution_peaks();
 
 }  // namespace gpumem::detail
-
-#pragma GCC visibility pop

@@ -7,9 +7,7 @@
 #include <atomic>
 #include <cstdint>
 
-// A seam for gpumem's own tools (the gpumem_internal target): exported from libgpumem.so so that
-// they share its engine, never installed.
-#pragma GCC visibility push(default)
+// A seam between rooms, which no tool calls: hidden in libgpumem.so, as the rest of src/ is.
 
 namespace gpumem::detail {
 
@@ -54,5 +52,3 @@ std::int64_t ledger_level(std::uint64_t word) noexcept;
 std::int64_t take_ledger_level(std::atomic<std::uint64_t>& word) noexcept;
 
 }  // namespace gpumem::detail
-
-#pragma GCC visibility pop

@@ -1,5 +1,7 @@
 // Sizes as people write them ("2 GiB", "1.5GB", "512 MiB"): the one parser of a byte size, used
-// by `gpumem run --max-peak` and the pytest plugin's markers (through the Python binding).
+// by `gpumem run --max-peak` and the pytest plugin's markers (through the Python binding), and
+// the one way a byte count is shown in words, used by every view of the gpumem command and by
+// ScopedPeakBudget's message.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +23,11 @@ namespace gpumem::detail {
 // negative or non-finite number, a size beyond 2^63 - 1 bytes, no unit, text after it. Never
 // throws.
 std::optional<std::uint64_t> parse_byte_size(std::string_view text, std::string* error) noexcept;
+
+// `bytes` for people: "0 B", "512 B", "-1023 B" below 1024, else one decimal of the largest binary
+// unit up to TiB that keeps the figure under 1024: "1.5 KiB", "150.0 MiB", "79.6 GiB",
+// "-2.0 KiB". Throws only std::bad_alloc.
+std::string byte_size_text(std::int64_t bytes);
 
 }  // namespace gpumem::detail
 
