@@ -127,8 +127,9 @@ struct Document {
 std::optional<Document> read_document(const std::string& path, std::string* error);
 
 // The same from text already read (`path` names it in errors).
-std::optional<Document> parse_document(const std::string& text, const std::string& path,
-                                       std::string* error);
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) std::optional<Document> parse_document(
+    const std::string& text, const std::string& path, std::string* error);
 
 // The document as JSON again (gpumem.attribution/1, only the fields this gpumem reads): what the
 // HTML report embeds (document_json.cpp).
@@ -141,16 +142,19 @@ nlohmann::ordered_json document_json(const Document& document);
 // one element of JSON at a time, not the whole text and its JSON tree. `size`: the input's length
 // in bytes, to tell a document cut short from a bad byte. Errors name `path` ("snap.json: not
 // valid JSON at byte 2").
-std::optional<Document> stream_document(std::istream& input, std::uint64_t size,
-                                        const std::string& path, std::string* error);
-std::optional<Document> stream_document(std::string_view text, const std::string& path,
-                                        std::string* error);
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) std::optional<Document> stream_document(
+    std::istream& input, std::uint64_t size, const std::string& path, std::string* error);
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) std::optional<Document> stream_document(
+    std::string_view text, const std::string& path, std::string* error);
 
 // The document as JSON (gpumem.attribution/1): every field of the model, nothing else. What the
 // files hold and what the HTML report embeds.
 nlohmann::ordered_json document_json(const Document& document);
 // The same as text, one space of indent; a symbol that is not UTF-8 becomes U+FFFD.
-std::string document_text(const Document& document);
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) std::string document_text(const Document& document);
 
 // The library's snapshots as one document: each device once, frames and stacks merged (each
 // distinct one once), the command line and host of this process. `timeline` is left empty.

@@ -24,7 +24,8 @@ namespace gpumem::detail::attribution {
 // ctypes and libffi, pybind11, CPython, the C++ runtime, the C runtime's entry) or gpumem's own
 // (its libraries, its namespace, its Python package). The C library's frames are never the
 // allocating frame either (below).
-bool skipped_frame(const Frame& frame);
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) bool skipped_frame(const Frame& frame);
 
 // The position in `stack` (innermost first) of the allocating frame: the innermost Python frame
 // that is the user's where the stack has one (a Python frame of an installed package counts only
@@ -52,7 +53,9 @@ std::string frame_function(const Frame& frame);
 // A demangled function as a narrow column shows it: template arguments and the parameter list
 // elided ("pybind11::cpp_function::initialize<…>(…)"), the compiler's clone suffixes
 // (" [clone .isra.0]") left out.
-std::string short_function(std::string name, const std::string& ellipsis);
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) std::string short_function(std::string name,
+                                                                 const std::string& ellipsis);
 // A frame in a narrow column: the function shortened, the file by its name alone, the line kept
 // ("load_weights (train.py:12)").
 std::string short_frame_label(const Frame& frame, const std::string& ellipsis);

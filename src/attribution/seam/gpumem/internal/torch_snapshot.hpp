@@ -31,8 +31,9 @@ enum class TorchForm { dict, list };
 // "torch snapshot", at time 0. nullopt with `error`, one line naming `path`: a pickle that is not
 // a snapshot, or is hostile (an opcode that imports or calls, cut short, nested too deep, too
 // large). `bytes`: the file's content.
-std::optional<Document> parse_torch_snapshot(std::string_view bytes, const std::string& path,
-                                             std::string* error);
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) std::optional<Document> parse_torch_snapshot(
+    std::string_view bytes, const std::string& path, std::string* error);
 // The same from a file (at most 2 GiB).
 std::optional<Document> read_torch_snapshot(const std::string& path, std::string* error);
 

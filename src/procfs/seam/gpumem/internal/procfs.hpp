@@ -52,14 +52,18 @@ std::optional<OwnName> own_name(const std::filesystem::path& proc, std::string_v
 
 // The pid under `proc` of the process that calls itself `name`, by one pass over `proc`'s
 // processes; nullopt when none does.
-std::optional<int> process_named(const std::filesystem::path& proc, const OwnName& name);
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) std::optional<int> process_named(
+    const std::filesystem::path& proc, const OwnName& name);
 
 // The command name, /proc/PID/comm without its newline (at most 15 bytes, the kernel's cut).
 std::optional<std::string> command_name(const std::filesystem::path& proc, std::string_view pid);
 
 // The start time in clock ticks since boot (field 22 of /proc/PID/stat): with the pid, it names a
 // process for good, as a pid alone is reused.
-std::optional<std::uint64_t> start_time(const std::filesystem::path& proc, std::string_view pid);
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) std::optional<std::uint64_t> start_time(
+    const std::filesystem::path& proc, std::string_view pid);
 
 // The parent's pid (field 4 of /proc/PID/stat; 0 for the namespace's first process).
 std::optional<int> parent_pid(const std::filesystem::path& proc, std::string_view pid);
@@ -69,13 +73,15 @@ std::optional<std::string> cgroups(const std::filesystem::path& proc, std::strin
 
 // The arguments the process was started with (/proc/PID/cmdline), program name first; empty for a
 // kernel thread or a zombie, which have none.
-std::optional<std::vector<std::string>> command_line(const std::filesystem::path& proc,
-                                                     std::string_view pid);
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) std::optional<std::vector<std::string>> command_line(
+    const std::filesystem::path& proc, std::string_view pid);
 
 // The environment the process was started with (/proc/PID/environ): "NAME=value" entries each
 // ended by '\0', as the kernel gives them, at most the first `max_bytes`.
-std::optional<std::string> environment(const std::filesystem::path& proc, std::string_view pid,
-                                       std::size_t max_bytes);
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) std::optional<std::string> environment(
+    const std::filesystem::path& proc, std::string_view pid, std::size_t max_bytes);
 
 // The file the process runs (/proc/PID/exe).
 std::optional<std::filesystem::path> executable(const std::filesystem::path& proc,
@@ -87,7 +93,8 @@ std::vector<int> process_ids(const std::filesystem::path& proc);
 
 // Whether the caller runs in the initial pid namespace, where NVML's pids are its own. Unknown
 // (namespaces cannot be read) counts as yes: nothing says otherwise.
-bool in_initial_pid_namespace();
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) bool in_initial_pid_namespace();
 
 }  // namespace gpumem::procfs
 

@@ -89,9 +89,12 @@ SpoolContents read_spool(const std::filesystem::path& spool, const SpoolLimits& 
 bool process_running(const std::filesystem::path& proc, unsigned pid, std::uint64_t start);
 
 // The text of one spool file for `trace` (what publish_trace writes).
-std::string format_spool_record(const PublishedTrace& trace);
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) std::string format_spool_record(const PublishedTrace& trace);
 // True with `out` filled for a well-formed record; false for anything malformed.
-bool parse_spool_record(std::string_view text, PublishedTrace& out);
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) bool parse_spool_record(std::string_view text,
+                                                              PublishedTrace& out);
 
 }  // namespace gpumem::detail
 

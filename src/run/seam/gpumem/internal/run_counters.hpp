@@ -6,9 +6,9 @@
 // each event's time and the device's new level also go to a ring the monitor drains.
 // Plain atomics on MAP_SHARED memory: lock-free, no syscall per event.
 //
-// A seam (src/run implements it): the injection library and the gpumem command share one
-// definition of the file, in libgpumem.so. Its out-of-line functions are exported (visibility
-// default below); the inline ones stay each user's own.
+// A seam between rooms (src/run implements it; the peak room's ledger lives in it): the measured
+// side (run_process.hpp) and the monitor share one definition of the file, in libgpumem.so. No
+// tool calls it, so it is hidden there but for map_run_counters (below).
 #pragma once
 
 #include <algorithm>

@@ -41,7 +41,8 @@ struct BadField : std::runtime_error {
 };
 
 // A value as an error quotes it: JSON, cut to 60 characters.
-std::string shown(const Json& value);
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) std::string shown(const Json& value);
 
 // A JSON object being read, with its path in the document for errors ("snapshots[2]."; "" for
 // the root). Each reader throws BadField naming the field and what was expected.
@@ -266,16 +267,21 @@ std::optional<Json> read_file(const std::string& path, const Shape& shape, const
 std::optional<Json> read_text(std::string_view text, const std::string& path, const Shape& shape,
                               const Caps& caps, std::string* error);
 // The same from a stream of `size` bytes.
-std::optional<Json> read_stream(std::istream& input, std::uint64_t size, const std::string& path,
-                                const Shape& shape, const Caps& caps, std::string* error);
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) std::optional<Json> read_stream(
+    std::istream& input, std::uint64_t size, const std::string& path, const Shape& shape,
+    const Caps& caps, std::string* error);
 
 // A cap in words: "64 MiB", "1000 bytes".
-std::string size_words(std::uint64_t bytes);
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) std::string size_words(std::uint64_t bytes);
 
 // The syntax error a reader reports for a parse that stopped at raw byte `position` of `size`
 // (`what_` nlohmann's words for an error that is not a syntax one, such as a number no type holds).
-std::string syntax_error(std::uint64_t position, std::uint64_t size, bool any_value,
-                         const std::string& what);
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) std::string syntax_error(std::uint64_t position,
+                                                               std::uint64_t size, bool any_value,
+                                                               const std::string& what);
 
 }  // namespace gpumem::detail::json
 

@@ -40,7 +40,9 @@ bool check_outputs(const std::vector<OutputRequest>& outputs, std::string* error
 
 // Whether `path` can be written (the rule above, for one path that is not `-`); the reason in
 // `error` when not ("cannot write PATH: it is a FIFO, left alone: ...").
-bool check_writable(const std::string& path, std::string* error);
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) bool check_writable(const std::string& path,
+                                                          std::string* error);
 
 // What a path resolves to as an output, to tell whether two outputs name one file: its folder
 // made absolute with every link and `..` resolved, and its last name; the path itself when its
@@ -51,7 +53,8 @@ std::string output_identity(const std::string& path);
 // target is checked again just before the rename, and anything but a regular file (or no file)
 // is left alone. For writers that produce their output piece by piece; write_output() below is
 // the whole-string form.
-class OutputFile {
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+class __attribute__((visibility("hidden"))) OutputFile {
  public:
   OutputFile() = default;
   ~OutputFile();  // an uncommitted file is removed

@@ -35,7 +35,8 @@ std::string printable(std::string_view text);
 
 // Whether printable() shows code point `c` as an escape (a control, bidirectional, format or
 // invisible character, or a surrogate).
-bool hidden_character(char32_t c) noexcept;
+// No tool calls it: hidden in libgpumem.so (tests/package/exported_symbols.py).
+__attribute__((visibility("hidden"))) bool hidden_character(char32_t c) noexcept;
 
 }  // namespace gpumem::detail
 
