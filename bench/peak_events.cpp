@@ -98,8 +98,9 @@ gpumem::run::RunCounters* run_counters() {
   static auto* const counters = new gpumem::run::RunCounters{};  // zeroed, as the file starts
   return counters;
 }
-void injected_event(void*, int, std::int64_t delta) noexcept {
-  gpumem::run::add_event(*run_counters(), 0, delta);
+std::int64_t injected_event(void*, int, std::int64_t delta,
+                            gpumem::detail::LedgerBracket bracket) noexcept {
+  return gpumem::run::add_bracketed_event(*run_counters(), 0, delta, bracket);
 }
 void injected_call(void*, bool entering) {
   // The calling thread's own line of the slot's `calls`, as joined_process.cpp marks them.

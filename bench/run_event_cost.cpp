@@ -96,8 +96,9 @@ run::RunCounters* g_counters = nullptr;
 run::ProcessSlot* g_slot = nullptr;
 int g_device = -1;  // the device slot of CUDA ordinal 0
 
-void run_mirror(void*, int, std::int64_t delta) noexcept {
-  if (g_device >= 0) run::add_event(*g_counters, g_device, delta);
+std::int64_t run_mirror(void*, int, std::int64_t delta, detail::LedgerBracket bracket) noexcept {
+  if (g_device < 0) return detail::kUnbracketed;
+  return run::add_bracketed_event(*g_counters, g_device, delta, bracket);
 }
 
 struct ThreadLine {

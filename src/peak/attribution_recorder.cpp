@@ -143,6 +143,11 @@ void seed(int device, std::uint64_t key, std::uint64_t bytes) {
 }
 
 void record(Channel& channel, int device, std::int64_t delta, const BlockEvent* event) noexcept {
+  record(channel, device, delta, event, {delta, gpumem::detail::kBracketAtLevel});
+}
+
+void record(Channel& channel, int device, std::int64_t delta, const BlockEvent* event,
+            Channel::Bracket bracket) noexcept {
   Recorder& r = recorder(device);
   const std::lock_guard lock(r.mutex);
   if (event != nullptr) {
@@ -165,7 +170,7 @@ void record(Channel& channel, int device, std::int64_t delta, const BlockEvent* 
       // Out of memory for the table: this block goes unnamed (level_bytes - live_bytes shows it).
     }
   }
-  const Channel::Step step = channel.move(delta);
+  const Channel::Step step = channel.move(delta, bracket);
   if (delta > 0) channel.settle(step);
   const std::int64_t level = Channel::level(step);
   if (!r.slots.empty() && level > r.epoch_peak) {

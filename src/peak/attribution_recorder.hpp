@@ -74,6 +74,9 @@ void seed(int device, std::uint64_t key, std::uint64_t bytes);
 // The event path in attribution mode: moves the channel by delta (as Channel::add) and the table
 // by `event` (nullptr: a change with no block, as a pool's reservation or the context).
 void record(Channel& channel, int device, std::int64_t delta, const BlockEvent* event) noexcept;
+// The same, with a placed level's bracketed twin moved as `bracket` says (Channel::add).
+void record(Channel& channel, int device, std::int64_t delta, const BlockEvent* event,
+            Channel::Bracket bracket) noexcept;
 // A context's blocks die with it.
 void forget_kind(int device, std::uint8_t kind) noexcept;
 // The blocks live now and the level (an allocation failed).

@@ -38,6 +38,8 @@
 #include <mutex>
 #include <vector>
 
+#include "gpumem/internal/exact_ledger.hpp"
+
 namespace gpumem::peak {
 
 // A counter's private state inside a channel, in the channel's level units.
@@ -56,8 +58,10 @@ struct LevelReading {
 class alignas(64) Channel {
  public:
   // Told each delta of a placed level before the word moves (key: the placement's own name for
-  // this channel, a CUDA ordinal).
-  using Mirror = void (*)(void* ctx, int key, std::int64_t delta) noexcept;
+  // this channel, a CUDA ordinal), with how the placement's bracketed level moves; returns that
+  // level (exact_ledger.hpp).
+  using Mirror = detail::LedgerMirror;
+  using Bracket = detail::LedgerBracket;
   struct Home {
     std::atomic<std::uint64_t>* word;
     Mirror mirror;  // never nullptr
@@ -77,20 +81,36 @@ class alignas(64) Channel {
   // The hot path: an allocation (+) or free (-) of `delta` bytes. A fall cannot make a peak, so
   // a free is a single fetch_add.
   [[gnu::always_inline]] void add(std::int64_t delta) noexcept {
-    const Step step = move(delta);
+    add(delta, {delta, detail::kBracketAtLevel});
+  }
+  // The same, where a placed level's bracketed twin moves as `bracket` says (an allocation's EXIT,
+  // a free's ENTER: their calls' other halves move it, bracket()).
+  [[gnu::always_inline]] void add(std::int64_t delta, Bracket bracket) noexcept {
+    const Step step = move(delta, bracket);
     if (delta > 0) settle(step);
   }
   // An event in its two halves, as add() does it: move the level, then raise the epoch peak.
   [[gnu::always_inline]] Step move(std::int64_t delta) noexcept {
+    return move(delta, {delta, detail::kBracketAtLevel});
+  }
+  [[gnu::always_inline]] Step move(std::int64_t delta, Bracket bracket) noexcept {
     std::atomic<std::uint64_t>* level = level_.load(std::memory_order_acquire);
     if (level != &word_) [[unlikely]] {
       // Placed: the home that placed `level` or a later one (placed_ is stored before level_,
       // and never cleared), whose mirror hears every delta of every word placed.
       const Home* home = placed_.load(std::memory_order_acquire);
-      home->mirror(home->ctx, home->key, delta);
+      home->mirror(home->ctx, home->key, delta, bracket);
     }
     return {level->fetch_add(static_cast<std::uint64_t>(delta), std::memory_order_release) +
             static_cast<std::uint64_t>(delta)};
+  }
+  // Moves only a placed level's bracketed twin (an allocation's ENTER, a free's EXIT): the level
+  // it reached, detail::kUnbracketed when the level is not placed (no process-wide total keeps
+  // one: the process's own counters count at the events alone).
+  [[gnu::always_inline]] std::int64_t bracket(Bracket bracket) noexcept {
+    if (level_.load(std::memory_order_acquire) == &word_) return detail::kUnbracketed;
+    const Home* home = placed_.load(std::memory_order_acquire);
+    return home->mirror(home->ctx, home->key, 0, bracket);
   }
   [[gnu::always_inline]] void settle(Step step) noexcept {
     std::uint64_t peak = peak_.load(std::memory_order_relaxed);

@@ -51,6 +51,28 @@ Block unstash(std::uint64_t stashed) noexcept {
                (stashed & kStashManaged) != 0};
 }
 
+// An allocation's ENTER raised the run's bracketed level (exact_ledger.hpp): the level it reached
+// travels to the EXIT in the call's correlation data, where it becomes the bracketed peak if the
+// call succeeded. Levels are within ±2^54 bytes (a forged total is clamped, never wrapped).
+constexpr std::int64_t kReachedBias = std::int64_t{1} << 54;
+
+std::uint64_t stash_reached(std::int64_t level) noexcept {
+  const std::int64_t clamped = std::clamp(level, -kReachedBias, kReachedBias - 1);
+  return kStashValid | static_cast<std::uint64_t>(clamped + kReachedBias);
+}
+
+std::int64_t unstash_reached(std::uint64_t stashed) noexcept {
+  return static_cast<std::int64_t>(stashed & ~kStashValid) - kReachedBias;
+}
+
+using Bracket = Channel::Bracket;
+// The bracketed level moves with the level: an event outside a bracketed call.
+Bracket unbracketed(std::int64_t delta) noexcept {
+  return {delta, detail::kBracketAtLevel};
+}
+// The bracketed level stays: its call's other half moves it.
+constexpr Bracket kLevelOnly{0, detail::kBracketNoPeak};
+
 // What a thread carries from callback to callback. Initial-exec, and one block: under `gpumem
 // run` the library is dlopen'ed, where the default model costs a __tls_get_addr call per
 // access, on every event; the few bytes come out of the static TLS the loader keeps for that.
@@ -92,13 +114,13 @@ bool succeeded(const CUpti_CallbackData& call) noexcept {
 // A plain block allocated or freed: in attribution mode it also enters or leaves the device's
 // live-block table, with the allocating stack.
 [[gnu::always_inline]] inline void count_block(const Block& block, std::uint64_t address,
-                                               bool allocation) noexcept {
+                                               bool allocation, Bracket bracket) noexcept {
   const auto delta = static_cast<std::int64_t>(block.size);
   if (block.managed) return count(block, allocation ? delta : -delta);
   if (!attribution::active()) [[likely]] {
     // account_exact's own path, inline: every allocation and free of a plain block comes here.
     Channel* target = channel(Stream::exact, block.device);
-    if (target != nullptr && delta != 0) target->add(allocation ? delta : -delta);
+    if (target != nullptr && delta != 0) target->add(allocation ? delta : -delta, bracket);
     return;
   }
   attribution::BlockEvent event;
@@ -109,7 +131,14 @@ bool succeeded(const CUpti_CallbackData& call) noexcept {
     event.kind = static_cast<std::uint8_t>(BlockKind::device);
     event.stack = gpumem::attribution::capture_stack();
   }
-  account_exact(block.device, allocation ? delta : -delta, &event);
+  Channel* target = channel(Stream::exact, block.device);
+  if (target != nullptr)
+    attribution::record(*target, block.device, allocation ? delta : -delta, &event, bracket);
+}
+[[gnu::always_inline]] inline void count_block(const Block& block, std::uint64_t address,
+                                               bool allocation) noexcept {
+  const auto delta = static_cast<std::int64_t>(block.size);
+  count_block(block, address, allocation, unbracketed(allocation ? delta : -delta));
 }
 
 bool out_of_memory(const CUpti_CallbackData& call) noexcept {
@@ -122,34 +151,79 @@ void driver_event() noexcept {
   if (state.runtime_depth > 0) state.driver_seen = true;
 }
 
+// An allocation's ENTER, before the driver charges anything: the run's bracketed level rises by
+// the size asked for (a plain block's: the managed stream has no bracketed level).
+[[gnu::always_inline]] inline void allocating(const CUpti_CallbackData& call,
+                                              std::uint64_t requested) noexcept {
+  if (call.correlationData == nullptr) return;
+  *call.correlationData = 0;
+  if (requested == 0 || requested > static_cast<std::uint64_t>(kReachedBias)) return;
+  Channel* target = channel(Stream::exact, event_device(call));
+  if (target == nullptr) return;
+  const std::int64_t reached =
+      target->bracket({static_cast<std::int64_t>(requested), detail::kBracketNoPeak});
+  if (reached != detail::kUnbracketed) *call.correlationData = stash_reached(reached);
+}
+
+// Its EXIT: the level rises by what was taken, and the bracketed level is corrected to it (back
+// down when the call failed); a success raises the bracketed peak to where its ENTER took the
+// bracketed level, with what the driver took beyond the size asked for (a pitch's padding).
+// `requested`: what the ENTER raised it by (`size` unless the driver pads).
 [[gnu::always_inline]] inline void allocated(const CUpti_CallbackData& call, std::uint64_t address,
-                                             std::uint64_t size, bool managed) {
-  if (call.callbackSite != CUPTI_API_EXIT) return;
-  if (!succeeded(call)) {
-    if (out_of_memory(call)) {
+                                             std::uint64_t size, std::uint64_t requested,
+                                             bool managed) {
+  if (call.callbackSite != CUPTI_API_EXIT) {
+    if (!managed) allocating(call, requested);
+    return;
+  }
+  const std::uint64_t entered = call.correlationData != nullptr ? *call.correlationData : 0;
+  const bool bracketed = (entered & kStashValid) != 0 && !managed;
+  const auto asked = static_cast<std::int64_t>(requested);
+  if (!succeeded(call) || size == 0) {
+    if (bracketed) {
+      if (Channel* target = channel(Stream::exact, event_device(call)))
+        target->bracket({-asked, detail::kBracketNoPeak});
+    }
+    if (!succeeded(call) && out_of_memory(call)) {
       allocation_failed(event_device(call), size, managed ? BlockKind::managed : BlockKind::device);
     }
     return;
   }
-  if (size == 0) return;
   driver_event();
   const Block block{size, event_device(call), managed};
   traced_addresses().insert(address, block);
-  count_block(block, address, true);
+  if (!bracketed) return count_block(block, address, true);
+  const std::int64_t beyond = static_cast<std::int64_t>(size) - asked;
+  count_block(block, address, true,
+              {beyond, unstash_reached(entered) + std::max<std::int64_t>(beyond, 0)});
 }
 
-// EXIT of a free whose block was stashed at ENTER: counted if the free succeeded, else back in
-// the map if it came from there.
+// EXIT of a free whose block was stashed, and counted, at ENTER: the run's bracketed level
+// falls now, after the driver released it; a failed free counts it back, and puts it back in the
+// map if it came from there.
 [[gnu::always_inline]] inline void freed(const CUpti_CallbackData& call, AddressMap& map,
                                          std::uint64_t key) {
   const std::uint64_t stashed = *call.correlationData;
   if ((stashed & kStashValid) == 0) return;
   const Block block = unstash(stashed);
   if (succeeded(call)) {
-    count_block(block, key, false);
-  } else if ((stashed & kStashFromMap) != 0) {
-    map.insert(key, block);
+    if (block.managed) return;
+    if (Channel* target = channel(Stream::exact, block.device))
+      target->bracket({-static_cast<std::int64_t>(block.size), detail::kBracketNoPeak});
+    return;
   }
+  count_block(block, key, true, block.managed ? unbracketed(0) : kLevelOnly);
+  if ((stashed & kStashFromMap) != 0) map.insert(key, block);
+}
+
+// A free's ENTER: the level falls now, before the driver releases the block, and the bracketed
+// level at its EXIT (a free made in a pool keeps the pool's reservation: nothing is stashed).
+[[gnu::always_inline]] inline void freeing_now(const CUpti_CallbackData& call,
+                                               std::uint64_t address, std::uint64_t stashed) {
+  *call.correlationData = stashed;
+  if (stashed == 0) return;
+  const Block block = unstash(stashed);
+  count_block(block, address, false, block.managed ? unbracketed(0) : kLevelOnly);
 }
 
 // `pooled`: a stream-ordered free, whose block (unless it is one of the map's) returns to its
@@ -164,8 +238,7 @@ void driver_event() noexcept {
   *call.correlationData = 0;
   if (address == 0) return;
   if (const std::optional<Block> block = traced_addresses().erase(address)) {
-    *call.correlationData = stash(*block, true);
-    return;
+    return freeing_now(call, address, stash(*block, true));
   }
   if (pooled) return;
   // Allocated before tracing began: the driver still knows its size.
@@ -176,7 +249,7 @@ void driver_event() noexcept {
       cuda.memGetAddressRange(&base, &size, address) != CUDA_SUCCESS || base != address) {
     return;
   }
-  *call.correlationData = stash(Block{size, event_device(call), false}, false);
+  freeing_now(call, address, stash(Block{size, event_device(call), false}, false));
 }
 
 bool at_exit(const CUpti_CallbackData& call) noexcept {
@@ -290,7 +363,8 @@ void dispatch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) {
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
       const auto& params = params_of<cuMemAlloc_v2_params>(call);
-      if (params.dptr != nullptr) allocated(call, *params.dptr, params.bytesize, false);
+      if (params.dptr != nullptr)
+        allocated(call, *params.dptr, params.bytesize, params.bytesize, false);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
@@ -302,22 +376,25 @@ void dispatch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
       const auto& params = params_of<cuMemAllocPitch_v2_params>(call);
       if (params.dptr != nullptr && params.pPitch != nullptr) {
-        // A failed call sets no pitch: the request is the unpadded rows.
-        allocated(
-            call, *params.dptr,
-            succeeded(call) ? *params.pPitch * params.Height : params.WidthInBytes * params.Height,
-            false);
+        // A failed call sets no pitch (nor does its ENTER have one): the request is the unpadded
+        // rows.
+        const std::uint64_t asked = params.WidthInBytes * params.Height;
+        allocated(call, *params.dptr,
+                  at_exit(call) && succeeded(call) ? *params.pPitch * params.Height : asked, asked,
+                  false);
       }
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc: {
       const auto& params = params_of<cuMemAlloc_legacy_params>(call);
-      if (params.dptr != nullptr) allocated(call, *params.dptr, params.bytesize, false);
+      if (params.dptr != nullptr)
+        allocated(call, *params.dptr, params.bytesize, params.bytesize, false);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
       const auto& params = params_of<cuMemAllocManaged_params>(call);
-      if (params.dptr != nullptr) allocated(call, *params.dptr, params.bytesize, true);
+      if (params.dptr != nullptr)
+        allocated(call, *params.dptr, params.bytesize, params.bytesize, true);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:

@@ -100,11 +100,14 @@ int device_slot(ProcessSlot& slot, int ordinal) noexcept {
 }
 
 // The ledger's mirror: each event's bytes on its device's level in the shared file, before the
-// ledger word in this process's slot moves by them (`ctx` is that slot).
-void on_event(void* ctx, int ordinal, std::int64_t delta_bytes) noexcept {
+// ledger word in this process's slot moves by them (`ctx` is that slot), and the device's
+// bracketed level as the event's call moves it.
+std::int64_t on_event(void* ctx, int ordinal, std::int64_t delta_bytes,
+                      detail::LedgerBracket bracket) noexcept {
   ProcessSlot& slot = *static_cast<ProcessSlot*>(ctx);
   const int device = device_slot(slot, ordinal);
-  if (device >= 0) run::add_event(*g_counters, device, delta_bytes);
+  if (device < 0) return detail::kUnbracketed;
+  return run::add_bracketed_event(*g_counters, device, delta_bytes, bracket);
 }
 
 // Moves the exact source's ledger into `slot`: a new process's from its level (nothing yet), a
@@ -148,8 +151,13 @@ bool ask(ProcessSlot& slot, std::uint32_t kind) noexcept {
   return answer == run::kAnswerRead;
 }
 
-// A context was created (inside the call that created it): ask at the call's end.
+// A context was created (inside the call that created it): ask at the call's end. The first one
+// tells the monitor when this process's context began to stand on the device.
 void on_context(void*) noexcept {
+  if (ProcessSlot* slot = g_slot.load(std::memory_order_acquire)) {
+    std::int64_t none = 0;
+    slot->context_ns.compare_exchange_strong(none, run::monotonic_ns(), std::memory_order_release);
+  }
   g_had_context.store(true, std::memory_order_relaxed);
   g_context_pending.store(true, std::memory_order_release);
 }
@@ -224,6 +232,7 @@ ProcessSlot* claim_slot() {
       run::give_back(*g_counters, slot);
       slot.claimed_ns.store(run::monotonic_ns(), std::memory_order_relaxed);
       slot.released_ns.store(0, std::memory_order_relaxed);
+      slot.context_ns.store(0, std::memory_order_relaxed);
       run::reset_calls(slot);
       return &slot;
     }
@@ -236,6 +245,7 @@ ProcessSlot* claim_slot() {
       run::give_back(*g_counters, slot);
       slot.claimed_ns.store(run::monotonic_ns(), std::memory_order_relaxed);
       slot.released_ns.store(0, std::memory_order_relaxed);
+      slot.context_ns.store(0, std::memory_order_relaxed);
       run::reset_calls(slot);
       slot.pid_namespace.store(pid_namespace, std::memory_order_release);
       return &slot;
@@ -308,6 +318,10 @@ void after_fork_in_child() {
     report_fallback("too many CUDA processes to count");
     return;
   }
+  // Its copies of the parent's contexts stand from its start.
+  if (g_had_context.load(std::memory_order_relaxed))
+    slot->context_ns.store(slot->claimed_ns.load(std::memory_order_relaxed),
+                           std::memory_order_relaxed);
   g_counters->processes_attached.fetch_add(1, std::memory_order_relaxed);
   g_counters->processes_exact.fetch_add(1, std::memory_order_relaxed);
   run::record_attach(*g_counters, ::getpid(), run::own_pid_namespace(), run::kAttachedExact, {});

@@ -327,7 +327,8 @@ void RunMonitor::read_for(std::vector<ReadingRequest>& requests) {
       ++asked.busy;
       continue;
     }
-    asked.claimed_ns = slot.claimed_ns.load(std::memory_order_relaxed);
+    asked.claimed_ns = context_since(slot.claimed_ns.load(std::memory_order_relaxed),
+                                     slot.context_ns.load(std::memory_order_acquire));
     const bool exiting = slot.asked_kind.load(std::memory_order_relaxed) == run::kAskedAtExit;
     if (exiting) asked.released_ns = now;
     const auto figure = figures.find(request->key);
@@ -608,7 +609,8 @@ std::unordered_map<ProcessKey, RunMonitor::SlotReading, ProcessKeyHash> RunMonit
       calls = run::kCallEntered;
     }
     slots[{pid, pid_namespace}] = {index, calls, bytes,
-                                   slot.claimed_ns.load(std::memory_order_relaxed)};
+                                   slot.claimed_ns.load(std::memory_order_relaxed),
+                                   slot.context_ns.load(std::memory_order_acquire)};
   }
   return slots;
 }
@@ -742,7 +744,7 @@ void RunMonitor::sample(bool final) {
       ProcessKey key;
       std::int64_t now = 0;
       std::optional<std::int64_t> before;  // summed at the previous sample too
-      std::int64_t claimed_ns = 0;         // when its process claimed its slot
+      std::int64_t claimed_ns = 0;         // since when its context stood (context_since)
     };
     std::vector<Context> peak_contexts;
     // The exactly counted processes with no context estimate yet, and when each claimed its slot.
@@ -799,14 +801,17 @@ void RunMonitor::sample(bool final) {
             reading != held.end() && known != contexts.end()) {
           context_sum += known->second;
           summed[member->key] += known->second;
+          const SlotReading& reading_now = slots.at(member->key);
           Context context{member->key, known->second, std::nullopt,
-                          slots.at(member->key).claimed_ns};
+                          context_since(reading_now.claimed_ns, reading_now.context_ns)};
           const auto& previous = summed_contexts_[index];
           if (const auto before = previous.find(member->key); before != previous.end())
             context.before = before->second;
           peak_contexts.push_back(context);
         } else if (reading != held.end()) {
-          unestimated.emplace_back(member->key, slots.at(member->key).claimed_ns);
+          const SlotReading& reading_now = slots.at(member->key);
+          unestimated.emplace_back(member->key,
+                                   context_since(reading_now.claimed_ns, reading_now.context_ns));
         }
         if (reading == held.end() || !reading->second.quiet ||
             !contexts_[member->key].contains(ordinal))
@@ -882,6 +887,18 @@ void RunMonitor::sample(bool final) {
         peak = track.exact_peak;
         current = 0;
       }
+      // The bracketed peak (run_counters.hpp): never below what the device held of the events.
+      // Within the device's total, which also bounds it (in-flight requests that failed for want
+      // of memory can take the bracketed level past it); a negative one is forged.
+      std::int64_t upper = exact ? exact->bracket_peak.load(std::memory_order_relaxed) : 0;
+      const auto total = static_cast<std::int64_t>(track.info.memory.total);
+      if (upper < 0) {
+        note_fault("GPU " + std::to_string(ordinal) + "'s bracketed peak in the counters (" +
+                   std::to_string(upper) + " B) is below zero: forged or torn, ignored");
+        upper = 0;
+      }
+      if (total > 0) upper = std::min(upper, total);
+      track.exact_peak_upper = std::max({track.exact_peak_upper, upper, peak});
       const bool rose = peak > track.exact_peak;
       if (rose) {
         const double peak_time_s = std::clamp(
@@ -915,7 +932,8 @@ void RunMonitor::sample(bool final) {
         // owner since (else what the slot says is that owner's).
         for (const auto& [then, context] : vanished) {
           const std::optional<std::int64_t> released = released_ns(then);
-          if (released && then.claimed_ns <= peak_ns && peak_ns <= *released)
+          if (released && context_since(then.claimed_ns, then.context_ns) <= peak_ns &&
+              peak_ns <= *released)
             peak_context_sum += context;
         }
         // A process no sample listed around the peak (a short one, or one that came and went

@@ -135,7 +135,13 @@ class RunMonitor {
     std::uint64_t calls = 0;
     std::int64_t held = 0;
     std::int64_t claimed_ns = 0;
+    std::int64_t context_ns = 0;  // when its first context was created (0: none yet)
   };
+  // Since when a process's context stood on the device, as far as the slot tells: from its first
+  // context's creation, else (none yet, or an older library) from its slot's claim.
+  static std::int64_t context_since(std::int64_t claimed_ns, std::int64_t context_ns) {
+    return context_ns != 0 ? std::max(claimed_ns, context_ns) : claimed_ns;
+  }
   std::unordered_map<ProcessKey, SlotReading, ProcessKeyHash> read_slots(int slot) const;
   std::unordered_map<ProcessKey, HeldReading, ProcessKeyHash> confirm_slots(
       const std::unordered_map<ProcessKey, SlotReading, ProcessKeyHash>& before) const;
@@ -191,7 +197,7 @@ class RunMonitor {
   // The processes that asked for readings: when each claimed its slot and gave it back (0: not
   // yet), and how many of their readings found a call in flight.
   struct Asked {
-    std::int64_t claimed_ns = 0;
+    std::int64_t claimed_ns = 0;  // since when its context stood (context_since)
     std::int64_t released_ns = 0;
     int busy = 0;
   };

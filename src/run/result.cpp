@@ -41,6 +41,13 @@ std::int64_t command_peak(const RunResult& result, const DeviceTrack& device) {
   return std::max(device.tree_peak, bound);
 }
 
+std::optional<std::int64_t> command_peak_at_most(const RunResult& result,
+                                                 const DeviceTrack& device) {
+  if (result.measured != Measured::exact || device.exact_peak_upper <= device.exact_peak)
+    return std::nullopt;
+  return command_peak(result, device) + (device.exact_peak_upper - device.exact_peak);
+}
+
 bool device_used(const RunResult& result, const DeviceTrack& device) {
   return command_peak(result, device) > 0 || device.exact_peak > 0 || device.footprint_peak > 0 ||
          device.tree_peak > 0 || device.mixed_peak > 0;

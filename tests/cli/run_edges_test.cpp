@@ -105,11 +105,21 @@ TEST(RunEdges, AProcessWhoseCallsNeverPauseKeepsItsContext) {
   const std::int64_t events = device["exact_peak_bytes"];
   EXPECT_GE(events, 101 * kMiB);
   EXPECT_LE(events, 104 * kMiB);
-  EXPECT_EQ(device["peak_bytes"].get<std::int64_t>(), events + 500 * kMiB) << device.dump(2);
+  // At least the events' peak on the context (a sample may have seen more: the events' figure is
+  // the low end of a range where allocations and frees overlapped, below).
+  EXPECT_GE(device["peak_bytes"].get<std::int64_t>(), events + 500 * kMiB) << device.dump(2);
   EXPECT_EQ(device["context_bytes"], 500 * kMiB);
   const std::int64_t held = edge.device["used_peak_bytes"];
   EXPECT_GE(held, 601 * kMiB);
   EXPECT_LE(held, 604 * kMiB);
+  // Allocations and frees in flight together: the device's peak is in the run's range
+  // (run_overlap_test.cpp), or is the run's figure where none overlapped at the peak.
+  if (device["peak_at_most_bytes"].is_null()) {
+    EXPECT_EQ(device["peak_bytes"], held) << device.dump(2);
+  } else {
+    EXPECT_LE(device["peak_bytes"].get<std::int64_t>(), held) << device.dump(2);
+    EXPECT_GE(device["peak_at_most_bytes"].get<std::int64_t>(), held) << device.dump(2);
+  }
 }
 
 // The same with more threads than a process slot has call lines (run_counters.hpp, kCallLines):
@@ -169,6 +179,8 @@ TEST_P(RunEdgesConcurrent, ManyShortProcessesKeepEveryContext) {
   const auto& measured = summary["devices"][0];
   EXPECT_EQ(measured["peak_bytes"], processes * 510 * kMiB) << measured.dump(2);
   EXPECT_EQ(measured["exact_peak_bytes"], processes * 10 * kMiB);
+  // Allocations overlapped only allocations, frees only frees: one figure, not a range.
+  EXPECT_TRUE(measured["peak_at_most_bytes"].is_null()) << measured.dump(2);
   EXPECT_EQ(result.exit_code, 3) << result.err;  // over the budget, by 1 byte
 }
 

@@ -72,6 +72,49 @@ TEST_F(Counters, ThePeakRisesWithTheLevelAndNeverFalls) {
   EXPECT_EQ(counters_->devices[0].current.load(), 0);  // another device's line is untouched
 }
 
+// Two threads' calls interleaved as the driver may run them: A's allocation of 8 MiB enters (the
+// device may charge it from now on), B's free of a 4 MiB block enters (it may be released from
+// now on), A's allocation returns, B's free returns. The device held at least A's block (8 MiB)
+// and at most both (12 MiB), as the driver ordered the charge and the release: the level's peak
+// and the bracketed peak are the two ends.
+TEST_F(Counters, AnAllocationAndAFreeInFlightTogetherBracketTheDevicesPeak) {
+  RunCounters& counters = create();
+  DeviceCounters& device = counters.devices[2];
+  constexpr std::int64_t kMiB = 1 << 20;
+  add_event(counters, 2, 4 * kMiB);  // B's block, from before
+  using detail::kBracketNoPeak;
+  const std::int64_t a_entered = add_bracketed_event(counters, 2, 0, {8 * kMiB, kBracketNoPeak});
+  EXPECT_EQ(a_entered, 12 * kMiB);
+  add_bracketed_event(counters, 2, -4 * kMiB, {0, kBracketNoPeak});  // B's ENTER: the level
+  add_bracketed_event(counters, 2, 8 * kMiB, {0, a_entered});        // A's EXIT: both peaks
+  add_bracketed_event(counters, 2, 0, {-4 * kMiB, kBracketNoPeak});  // B's EXIT: bracketed
+  EXPECT_EQ(device.current.load(), 8 * kMiB);
+  EXPECT_EQ(device.bracket.load(), 8 * kMiB);
+  EXPECT_EQ(device.peak.load(), 8 * kMiB);
+  EXPECT_EQ(device.bracket_peak.load(), 12 * kMiB);
+}
+
+// One call at a time (one thread): the two peaks agree, and a request that failed raises neither.
+TEST_F(Counters, CallsOneAtATimeGiveOnePeakAndAFailedRequestRaisesNone) {
+  RunCounters& counters = create();
+  DeviceCounters& device = counters.devices[0];
+  constexpr std::int64_t kMiB = 1 << 20;
+  using detail::kBracketNoPeak;
+  std::int64_t entered = add_bracketed_event(counters, 0, 0, {3 * kMiB, kBracketNoPeak});
+  add_bracketed_event(counters, 0, 3 * kMiB, {0, entered});
+  add_bracketed_event(counters, 0, 0, {64 * kMiB, kBracketNoPeak});   // out of memory:
+  add_bracketed_event(counters, 0, 0, {-64 * kMiB, kBracketNoPeak});  // taken back at its EXIT
+  entered = add_bracketed_event(counters, 0, 0, {2 * kMiB, kBracketNoPeak});
+  add_bracketed_event(counters, 0, 2 * kMiB, {0, entered});
+  add_bracketed_event(counters, 0, -3 * kMiB, {0, kBracketNoPeak});
+  add_bracketed_event(counters, 0, 0, {-3 * kMiB, kBracketNoPeak});
+  add_event(counters, 0, kMiB);  // a pool grew: both levels at once
+  EXPECT_EQ(device.current.load(), 3 * kMiB);
+  EXPECT_EQ(device.bracket.load(), 3 * kMiB);
+  EXPECT_EQ(device.peak.load(), 5 * kMiB);
+  EXPECT_EQ(device.bracket_peak.load(), 5 * kMiB);
+}
+
 TEST_F(Counters, ProcessesSharingTheFileAddUpToTheByte) {
   RunCounters& counters = create();
   constexpr int kChildren = 3;

@@ -67,6 +67,7 @@ SEAMS = {
     "gpumem::run::temporary_folder",
     "gpumem::run::command_peak",
     "gpumem::run::command_peak_time",
+    "gpumem::run::command_peak_at_most",
     "gpumem::run::device_rise",
     "gpumem::run::device_used",
     "gpumem::run::rank_rows",

@@ -280,9 +280,12 @@ struct PlacedLedger {
     bool operator==(const Heard&) const = default;
   };
   std::vector<Heard> heard;
-  static void mirror(void* ctx, int ordinal, std::int64_t delta) noexcept {
+  // The level's moves (a call's half that moves only the bracketed level has none).
+  static std::int64_t mirror(void* ctx, int ordinal, std::int64_t delta,
+                             detail::LedgerBracket) noexcept {
     auto& self = *static_cast<PlacedLedger*>(ctx);
-    self.heard.push_back({ordinal, delta, self.level(ordinal)});
+    if (delta != 0) self.heard.push_back({ordinal, delta, self.level(ordinal)});
+    return 0;
   }
   std::int64_t level(int ordinal) const { return detail::ledger_level(words[ordinal].load()); }
   bool place(detail::LedgerStart start = detail::LedgerStart::carry) {
@@ -353,15 +356,28 @@ TEST(ExactLedger, APlacementWithoutWordsOrMirrorIsRefused) {
       detail::place_exact_ledger({ledger.words, nullptr, &ledger}, detail::LedgerStart::carry));
 }
 
-// What the call observer and a placed ledger's mirror hear, in order: "enter", each delta,
-// "exit". Both are plain functions, so the record is a static.
+// What the call observer and a placed ledger's mirror hear, in order: "enter", each delta of the
+// level, each move of the bracketed level ("upper ±N"; "upper peak N" where a successful
+// allocation raises its peak to the level its ENTER reached), "exit". All are plain functions,
+// so the record is a static.
 std::vector<std::string>& watch_calls_and_events() {
   static std::vector<std::string> seen;
   static std::atomic<std::uint64_t> words[detail::kLedgerOrdinals];
+  static std::int64_t upper = 0;
   seen.clear();
+  upper = 0;
   EXPECT_TRUE(detail::place_exact_ledger(
       {words,
-       [](void*, int, std::int64_t delta) noexcept { seen.push_back(std::to_string(delta)); },
+       [](void*, int, std::int64_t delta, detail::LedgerBracket bracket) noexcept {
+         if (delta != 0) seen.push_back(std::to_string(delta));
+         if (bracket.delta != 0)
+           seen.push_back("upper " + std::string(bracket.delta > 0 ? "+" : "") +
+                          std::to_string(bracket.delta));
+         upper += bracket.delta;
+         if (bracket.peak != detail::kBracketAtLevel && bracket.peak != detail::kBracketNoPeak)
+           seen.push_back("upper peak " + std::to_string(bracket.peak));
+         return upper;
+       },
        nullptr},
       detail::LedgerStart::carry));
   detail::set_call_observer(
@@ -375,7 +391,10 @@ void stop_watching() {
 }
 
 // The call observer brackets each traced call: its ENTER before the call's events, its EXIT
-// after them (what `gpumem run`'s monitor relies on to tell a reading a call overlapped).
+// after them (what `gpumem run`'s monitor relies on to tell a reading a call overlapped). An
+// allocation raises the bracketed level at its ENTER and the level at its EXIT; a free lowers
+// the level at its ENTER and the bracketed level at its EXIT (docs/peaks.md, "Calls in flight
+// together").
 TEST(ExactSource, CallObserverBracketsEachCallsEvents) {
   SimGpu gpu;
   std::vector<std::string>& seen = watch_calls_and_events();
@@ -390,8 +409,9 @@ TEST(ExactSource, CallObserverBracketsEachCallsEvents) {
   EXPECT_EQ(mem_free(block), CUDA_ERROR_INVALID_VALUE);  // a failed call: no event
   stop_watching();
   { DeviceAllocation unseen = device_allocate(7, 0); }
-  const std::vector<std::string> expected{"enter", "4096", "exit",  "enter",
-                                          "-4096", "exit", "enter", "exit"};
+  const std::vector<std::string> expected{"enter", "upper +4096", "4096",  "upper peak 4096",
+                                          "exit",  "enter",       "-4096", "upper -4096",
+                                          "exit",  "enter",       "exit"};
   EXPECT_EQ(seen, expected);
 }
 
@@ -411,7 +431,9 @@ TEST(ExactSource, CallObserverBracketsOnlyTheOutermostCall) {
   ASSERT_EQ(cuda_malloc(&block, 8192), 0);
   ASSERT_EQ(cuda_free(block), 0);
   stop_watching();
-  const std::vector<std::string> expected{"enter", "8192", "exit", "enter", "-8192", "exit"};
+  const std::vector<std::string> expected{"enter",           "upper +8192", "8192",
+                                          "upper peak 8192", "exit",        "enter",
+                                          "-8192",           "upper -8192", "exit"};
   EXPECT_EQ(seen, expected);
 }
 

@@ -73,7 +73,8 @@ std::vector<BudgetVerdict> judge_budgets(const run::RunResult& result,
         judge_peak(verdict.peak, verdict.budget, result.measured == Measured::exact);
     verdict.exceeded = judged.exceeded;
     verdict.over = judged.over_bytes;
-    verdict.may_be_higher = judged.may_be_higher;
+    verdict.at_most = command_peak_at_most(result, device);
+    verdict.may_be_higher = judged.may_be_higher || verdict.at_most.has_value();
     verdict.measured = to_string(result.measured);
     verdicts.push_back(std::move(verdict));
   }
@@ -90,8 +91,14 @@ std::string budget_text(const std::vector<BudgetVerdict>& verdicts) {
     out += verdict.exceeded ? "over the --max-peak budget of " + format_bytes(verdict.budget) +
                                   " by " + format_bytes(verdict.over)
                             : "within the --max-peak budget of " + format_bytes(verdict.budget);
-    out += verdict.may_be_higher ? " (" + verdict.measured + ": the peak may have been higher)"
-                                 : " (" + verdict.measured + ")";
+    if (verdict.at_most) {
+      out += " (" + verdict.measured + " to a range: the peak may have been up to " +
+             format_bytes(*verdict.at_most) +
+             (!verdict.exceeded && *verdict.at_most > verdict.budget ? ", over the budget)" : ")");
+    } else {
+      out += verdict.may_be_higher ? " (" + verdict.measured + ": the peak may have been higher)"
+                                   : " (" + verdict.measured + ")";
+    }
     out += "\n";
   }
   return out;
@@ -105,7 +112,9 @@ nlohmann::ordered_json budget_json(const std::vector<BudgetVerdict>& verdicts) {
                    {"peak_bytes", verdict.peak},
                    {"exceeded", verdict.exceeded},
                    {"measured", verdict.measured},
-                   {"may_be_higher", verdict.may_be_higher}});
+                   {"may_be_higher", verdict.may_be_higher},
+                   {"peak_at_most_bytes", verdict.at_most ? nlohmann::ordered_json(*verdict.at_most)
+                                                          : nlohmann::ordered_json()}});
   }
   return out;
 }

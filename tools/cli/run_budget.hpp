@@ -45,6 +45,9 @@ struct BudgetVerdict {
   // Sampled (or partly sampled): a spike between two samples is not seen, so the peak may have
   // been higher than measured.
   bool may_be_higher = false;
+  // Where the events bound the peak to a range (calls that allocated and freed in flight together
+  // at it, command_peak_at_most): the most it may have been. `peak` is the range's low end.
+  std::optional<std::int64_t> at_most;
   std::string measured;  // exact, mixed or sampled
 };
 

@@ -81,6 +81,14 @@ std::string summary_text(const RunResult& result, const SummaryStyle& style) {
            "\n";
   } else if (exact && result.exact_processes == 0) {
     out += "gpumem: measured exactly: no process of the command used CUDA\n";
+  } else if (exact && std::any_of(result.devices.begin(), result.devices.end(),
+                                  [&](const DeviceTrack& device) {
+                                    return command_peak_at_most(result, device).has_value();
+                                  })) {
+    out += "gpumem: measured from the CUDA memory events of " +
+           plural(result.exact_processes, "process", "processes") +
+           ", to a range where calls that allocated and freed were in flight together at the peak"
+           " (the driver does not say which of them came first)\n";
   } else if (exact) {
     out += "gpumem: measured exactly (CUDA memory events of " +
            plural(result.exact_processes, "process", "processes") + ")\n";
@@ -103,10 +111,16 @@ std::string summary_text(const RunResult& result, const SummaryStyle& style) {
       continue;
     }
     // Names (a process's, the device's) are shown through printable(): no terminal control.
+    const std::optional<std::int64_t> at_most = command_peak_at_most(result, device);
     out += "gpumem: GPU " + std::to_string(device.info.device) + " (" +
            printable(device.info.name) + "): peak " + format_bytes(command_peak(result, device)) +
-           " process footprint";
-    if (exact) {
+           (at_most ? " to " + format_bytes(*at_most) : "") + " process footprint";
+    if (exact && at_most) {
+      out += " (CUDA events " + format_bytes(device.exact_peak) + " to " +
+             format_bytes(device.exact_peak_upper) + ", with contexts " +
+             format_bytes(device.footprint_peak) + ", NVML's per-process figures " +
+             format_bytes(device.tree_peak) + ")";
+    } else if (exact) {
       out += " (CUDA events " + format_bytes(device.exact_peak) + ", with contexts " +
              format_bytes(device.footprint_peak) + ", NVML's per-process figures " +
              format_bytes(device.tree_peak) + ")";
@@ -158,6 +172,12 @@ std::string summary_text(const RunResult& result, const SummaryStyle& style) {
   return style.width ? wrap_lines(out, *style.width) : out;
 }
 
+namespace {
+nlohmann::ordered_json at_most_json(std::optional<std::int64_t> bytes) {
+  return bytes ? nlohmann::ordered_json(*bytes) : nlohmann::ordered_json();
+}
+}  // namespace
+
 nlohmann::ordered_json summary_json(const RunResult& result,
                                     const std::vector<BudgetVerdict>& budgets) {
   nlohmann::ordered_json devices = nlohmann::ordered_json::array();
@@ -170,10 +190,15 @@ nlohmann::ordered_json summary_json(const RunResult& result,
         {"total_bytes", device.info.memory.total},
         {"quantity", "process_footprint"},
         {"peak_bytes", command_peak(result, device)},
+        // An exact run's peak bounded to a range by calls in flight together: its high end.
+        {"peak_at_most_bytes", at_most_json(command_peak_at_most(result, device))},
         {"peak_time_s", command_peak_time(result, device)},
         {"exact_peak_bytes", result.measured != Measured::sampled
                                  ? nlohmann::ordered_json(device.exact_peak)
                                  : nlohmann::ordered_json()},
+        {"exact_peak_at_most_bytes",
+         at_most_json(command_peak_at_most(result, device) ? std::optional(device.exact_peak_upper)
+                                                           : std::nullopt)},
         {"sampled_peak_bytes", device.tree_peak},
         {"context_bytes", result.measured != Measured::sampled
                               ? nlohmann::ordered_json(device.context_bytes)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <climits>
 #include <cstdint>
 
 // A seam between rooms, which no tool calls: hidden in libgpumem.so, as the rest of src/ is.
@@ -14,10 +15,31 @@ namespace gpumem::detail {
 // The ordinals a ledger has words for: 0 to kLedgerOrdinals - 1, those the exact source counts.
 inline constexpr int kLedgerOrdinals = 64;
 
+// How an event moves the placement's bracketed level (docs/peaks.md, "Calls in flight
+// together"): the level plus the bytes of the block calls in flight. An allocation raises it at
+// its ENTER by the size asked for, before the driver charges anything, and corrects it at its EXIT
+// (to what was taken, or back when it failed); a free lowers it at its EXIT, after the driver
+// released the block. The level itself counts an allocation at its EXIT and a free at its ENTER.
+// So at every moment the level is at most what the device holds of the events and the bracketed
+// level at least that: each one's peak bounds the device's from its side.
+struct LedgerBracket {
+  std::int64_t delta = 0;  // what the bracketed level moves by
+  // What its peak is raised to: kBracketAtLevel, where `delta` took it (for a rise); kBracketNoPeak
+  // none; else that level (an allocation's EXIT: the bracketed level its ENTER reached).
+  std::int64_t peak = 0;
+};
+inline constexpr std::int64_t kBracketAtLevel = INT64_MIN;
+inline constexpr std::int64_t kBracketNoPeak = INT64_MIN + 1;
+// What a move of the bracketed level returns where no mirror keeps one (an unplaced level).
+inline constexpr std::int64_t kUnbracketed = INT64_MIN;
+
 // Called on the event's thread with each delta of a placed ordinal, before its word moves: for a
 // total over several processes (a run's device level) that must hold every delta its words hold,
-// whenever a word is read. Must be cheap and must not call CUDA or gpumem.
-using LedgerMirror = void (*)(void* ctx, int ordinal, std::int64_t delta_bytes) noexcept;
+// whenever a word is read; and with `bracket`, how the total's bracketed level moves (a call's
+// ENTER moves only that one: delta_bytes 0). Returns the bracketed level after the move. Must be
+// cheap and must not call CUDA or gpumem.
+using LedgerMirror = std::int64_t (*)(void* ctx, int ordinal, std::int64_t delta_bytes,
+                                      LedgerBracket bracket) noexcept;
 
 struct LedgerPlacement {
   std::atomic<std::uint64_t>* words = nullptr;  // kLedgerOrdinals words (read with ledger_level)

@@ -33,7 +33,7 @@ inline constexpr const char* kCountersVariable = "GPUMEM_RUN_COUNTERS";
 inline constexpr const char* kAttributionDirVariable = "GPUMEM_RUN_ATTRIBUTION_DIR";
 
 inline constexpr std::uint32_t kCountersMagic = 0x67706d72;  // "gpmr"
-inline constexpr std::uint32_t kCountersVersion = 11;
+inline constexpr std::uint32_t kCountersVersion = 12;
 inline constexpr int kMaxDevices = 64;     // physical devices (UUIDs) counted in one run
 inline constexpr int kMaxProcesses = 512;  // CUDA processes of one tree tracked at once
 inline constexpr int kMaxRecords = 4096;   // processes whose attachment is recorded, per run
@@ -96,6 +96,10 @@ struct alignas(64) ProcessSlot {
   // gave it back for a process that died): until then the process, its context included, was
   // there, so a peak made before it still stood on that context.
   std::atomic<std::int64_t> released_ns;
+  // CLOCK_MONOTONIC when its process's first context was created (0: none yet; a forked child's
+  // inherited ones: when it claimed the slot). A peak made before it stood on no context of this
+  // process, even though the process had claimed its slot.
+  std::atomic<std::int64_t> context_ns;
   std::atomic<std::int32_t> call_lines_used;  // lines taken by its threads (may pass kCallLines)
   // Moved by every event of the process: on lines the monitor's scans of the words above do
   // not share.
@@ -206,6 +210,13 @@ struct alignas(64) DeviceCounters {
   std::atomic<std::int64_t> current;       // bytes the tree holds now
   std::atomic<std::int64_t> peak;          // highest `current` ever
   std::atomic<std::int64_t> peak_time_ns;  // CLOCK_MONOTONIC when `peak` was last raised
+  // `current` plus the bytes of the tree's block calls in flight (exact_ledger.hpp's bracket):
+  // never below what the device holds of the events, as `current` is never above it; and its
+  // highest, raised only by allocations that succeeded. Where `bracket_peak` is above `peak`,
+  // calls that allocated and freed were in flight together around the peak, and the device's
+  // events peaked between the two (docs/peaks.md, "Calls in flight together").
+  std::atomic<std::int64_t> bracket;
+  std::atomic<std::int64_t> bracket_peak;
 };
 
 // A MIG device that the monitor measures as part of its GPU: events on it count in the GPU's
@@ -291,9 +302,30 @@ inline void raise_peak(DeviceCounters& counters, std::int64_t level, std::int64_
   }
 }
 
-// Adds an event's bytes to device slot `device`'s level, raises its peak and, when the run keeps
-// a timeline, appends the event. Returns the new level.
-inline std::int64_t add_event(RunCounters& counters, int device, std::int64_t delta) noexcept {
+// Moves device slot `device`'s bracketed level as `bracket` says (detail::LedgerBracket) and
+// raises its peak; returns the level it reached.
+inline std::int64_t move_bracket(DeviceCounters& slot, detail::LedgerBracket bracket) noexcept {
+  const std::int64_t level =
+      bracket.delta != 0
+          ? slot.bracket.fetch_add(bracket.delta, std::memory_order_relaxed) + bracket.delta
+          : slot.bracket.load(std::memory_order_relaxed);
+  std::int64_t top = bracket.peak;
+  if (top == detail::kBracketAtLevel) {
+    if (bracket.delta <= 0) return level;
+    top = level;
+  } else if (top == detail::kBracketNoPeak) {
+    return level;
+  }
+  std::int64_t peak = slot.bracket_peak.load(std::memory_order_relaxed);
+  while (top > peak &&
+         !slot.bracket_peak.compare_exchange_weak(peak, top, std::memory_order_relaxed)) {
+  }
+  return level;
+}
+
+// Adds an event's bytes to device slot `device`'s level (not its bracketed level), raises its
+// peak and, when the run keeps a timeline, appends the event. Returns the new level.
+inline std::int64_t add_level(RunCounters& counters, int device, std::int64_t delta) noexcept {
   DeviceCounters& slot = counters.devices[device];
   const std::int64_t level = slot.current.fetch_add(delta, std::memory_order_relaxed) + delta;
   if (counters.timeline != 0) {
@@ -304,6 +336,23 @@ inline std::int64_t add_event(RunCounters& counters, int device, std::int64_t de
     raise_peak(slot, level, 0);
   }
   return level;
+}
+
+// An event outside the block calls' brackets (a pool's or a graph's change, memory given back):
+// device slot `device`'s level and its bracketed level both move by `delta`. Returns the level.
+inline std::int64_t add_event(RunCounters& counters, int device, std::int64_t delta) noexcept {
+  move_bracket(counters.devices[device], {delta, detail::kBracketAtLevel});
+  return add_level(counters, device, delta);
+}
+
+// A half of a block call (exact_ledger.hpp): the level moves by `delta` (0 for the half that
+// moves only the bracketed level) and the bracketed level as `bracket` says. Returns the
+// bracketed level it reached.
+inline std::int64_t add_bracketed_event(RunCounters& counters, int device, std::int64_t delta,
+                                        detail::LedgerBracket bracket) noexcept {
+  const std::int64_t upper = move_bracket(counters.devices[device], bracket);
+  if (delta != 0) add_level(counters, device, delta);
+  return upper;
 }
 
 // What a process's ledger holds on device slot `device`: the sum of its ordinals counted there.

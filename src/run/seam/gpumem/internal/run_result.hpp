@@ -60,6 +60,11 @@ struct DeviceTrack {
   double tree_peak_time_s = 0;
   std::int64_t exact_peak = 0;  // the events' peak, from the shared counters
   double exact_peak_time_s = 0;
+  // The events' bracketed peak (run_counters.hpp): allocations counted from their ENTER, frees
+  // until their EXIT. `exact_peak` is never above what the device held of the events, this never
+  // below it; the two differ only where calls that allocated and freed were in flight together
+  // around the peak, in an order the driver does not tell (docs/peaks.md).
+  std::int64_t exact_peak_upper = 0;
   // What NVML shows the exactly counted processes holding beyond their events (contexts,
   // modules, rounding), at most: the measured processes make no NVML call, so the monitor
   // reconciles the footprint for them.
@@ -172,6 +177,12 @@ std::int64_t command_peak(const RunResult& result, const DeviceTrack& device);
 // Whether the command did anything on the device: any of the figures measured for it above
 // zero. The views show a device only when it was used (the summary's rows, the plot's panels).
 bool device_used(const RunResult& result, const DeviceTrack& device);
+// The most the command's peak on the device may have been, where the events bound it to a range
+// (exact_peak_upper above exact_peak, in an exact run): command_peak plus the width of the events'
+// range, the contexts being those that stood at the events' peak. nullopt where command_peak is
+// the peak to the byte, or where the run measured no upper bound (mixed, sampled).
+std::optional<std::int64_t> command_peak_at_most(const RunResult& result,
+                                                 const DeviceTrack& device);
 // When it happened, in seconds since the command started.
 double command_peak_time(const RunResult& result, const DeviceTrack& device);
 // How far the device's used memory rose over the run (peak minus start).
