@@ -75,6 +75,10 @@ std::uint64_t process_start_time(pid_t pid) {
   return read_stat(pid, &state, &start) ? start : 0;
 }
 
+bool driver_pids_are_own() {
+  return driver_proc().own;
+}
+
 bool process_exists(pid_t pid) {
   if (!driver_proc().own) {
     char path[4200];

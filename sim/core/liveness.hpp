@@ -20,6 +20,9 @@ std::uint64_t process_start_time(pid_t pid);
 
 bool process_alive(pid_t pid, std::uint64_t start_time);
 
+// Whether the driver's pids are the caller's own (its procfs is the caller's namespace's).
+bool driver_pids_are_own();
+
 // Only whether the pid exists (one system call): what the frequent memory path can afford.
 bool process_exists(pid_t pid);
 

@@ -201,6 +201,12 @@ void SharedState::forget_self() {
   s.pid = static_cast<std::uint32_t>(driver_pid());
   s.start_time = process_start_time(driver_pid());
   for (auto& slot : own_slots_) slot.store(0);
+  // The parent's watch is the parent's: this process learns the slots afresh.
+  watch_.reset();
+  for (auto& device : seen_) {
+    for (std::uint32_t& pid : device) pid = 0;
+  }
+  watching_.store(false);
 }
 
 void SharedState::reclaim_dead(bool thorough) {
@@ -239,8 +245,77 @@ void SharedState::maybe_reclaim() {
   const std::int64_t now = now_ns();
   std::int64_t last = last_reclaim_ns_.load(std::memory_order_relaxed);
   if (now - last < kReclaimIntervalNs) return;
-  if (last_reclaim_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed))
-    reclaim_dead_on(0, device_count(), false);
+  if (!last_reclaim_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
+  if (watching_.exchange(true, std::memory_order_acquire)) return;  // another thread is at it
+  reclaim_exited(false);
+  watching_.store(false, std::memory_order_release);
+}
+
+void SharedState::reclaim_exited(bool thorough) {
+  if (!watch_.usable()) {
+    reclaim_dead_on(0, device_count(), thorough);
+    return;
+  }
+  std::vector<ExitWatch::Process> gone;
+  try {
+    // New holders: a slot's pid word that changed since the last look (word loads, no system
+    // call). Each new process is watched from now on.
+    const std::uint32_t me = self().pid.load(std::memory_order_relaxed);
+    for (unsigned d = 0; d < device_count(); ++d) {
+      for (unsigned i = 0; i < kMaxSlots; ++i) {
+        UsageSlot& slot = file_->usage[d].slots[i];
+        const std::uint32_t pid = slot.pid.load(std::memory_order_acquire);
+        if (pid == seen_[d][i]) continue;
+        const ExitWatch::Process process{static_cast<pid_t>(pid), slot.start_time.load()};
+        if (!live_pid(pid) || pid == me || watch_.watching(process.pid)) {
+          seen_[d][i] = pid;
+          continue;
+        }
+        switch (watch_.watch(process)) {
+          case ExitWatch::Watch::watched:
+            seen_[d][i] = pid;
+            break;
+          case ExitWatch::Watch::gone:
+            seen_[d][i] = pid;
+            gone.push_back(process);
+            break;
+          case ExitWatch::Watch::unwatched:  // asked about the old way, and again next time
+            if (thorough ? !process_alive(process.pid, process.start_time)
+                         : !process_exists(process.pid)) {
+              gone.push_back(process);
+            }
+            break;
+        }
+      }
+    }
+    // What the kernel says has exited since: one system call, however many are watched.
+    watch_.exited(gone);
+  } catch (...) {
+    // No memory to note them: what was noted is reclaimed, the rest at the next look.
+  }
+  for (const ExitWatch::Process& process : gone) reclaim_process(process);
+}
+
+// Reclaims the slots of an exited process. A slot with its pid but another start time belongs
+// to a process that reused the pid: it is looked at afresh next time.
+void SharedState::reclaim_process(const ExitWatch::Process& process) {
+  const auto pid = static_cast<std::uint32_t>(process.pid);
+  for (unsigned d = 0; d < device_count(); ++d) {
+    DeviceUsage& usage = file_->usage[d];
+    for (unsigned i = 0; i < kMaxSlots; ++i) {
+      UsageSlot& slot = usage.slots[i];
+      std::uint32_t holder = slot.pid.load(std::memory_order_acquire);
+      if (holder != pid) continue;
+      if (process.start_time != 0 && slot.start_time.load() != process.start_time) {
+        seen_[d][i] = 0;
+        continue;
+      }
+      if (!slot.pid.compare_exchange_strong(holder, kReclaiming)) continue;
+      usage.used.fetch_sub(slot.bytes.exchange(0));
+      slot.start_time.store(0);
+      slot.pid.store(0, std::memory_order_release);
+    }
+  }
 }
 
 MemoryNumbers SharedState::memory(unsigned index) {
@@ -251,7 +326,18 @@ MemoryNumbers SharedState::memory(unsigned index) {
 }
 
 std::vector<ProcessUsage> SharedState::processes(unsigned index) {
-  reclaim_dead_on(index, index + 1, true);
+  // As exact as asking about each process (a new holder is checked against its start time when
+  // first watched, and an exited one, zombie or not, is reported by the kernel), without a
+  // system call per process at every list: where the kernel can tell, and no other thread is
+  // at it, reclaim_exited(); else each of the device's processes is asked about.
+  if (!watching_.exchange(true, std::memory_order_acquire)) {
+    const bool watched = watch_.usable();
+    if (watched) reclaim_exited(true);
+    watching_.store(false, std::memory_order_release);
+    if (!watched) reclaim_dead_on(index, index + 1, true);
+  } else {
+    reclaim_dead_on(index, index + 1, true);
+  }
   std::vector<ProcessUsage> result;
   for (const UsageSlot& slot : file_->usage[index].slots) {
     const std::uint32_t pid = slot.pid.load(std::memory_order_acquire);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "exit_watch.hpp"
 #include "pci.hpp"
 
 namespace gpumem::sim {
@@ -88,14 +89,17 @@ class SharedState {
   }
   void set_lost(unsigned index, bool lost) { file_->usage[index].lost.store(lost ? 1 : 0); }
 
-  // Cheap: processes that no longer exist are reclaimed at most every few milliseconds from here
-  // (zombies and reused pids wait for the next process query).
+  // Cheap, as the real driver's: it walks no process. Processes that have exited are reclaimed
+  // at most every few milliseconds from here, as the kernel reports their exits (ExitWatch: a
+  // cost that grows with the processes that exited, not with those alive); where it cannot, by
+  // asking about each process (zombies and reused pids then wait for the next process query).
   MemoryNumbers memory(unsigned index);
   // The highest `used` the device reached (DeviceUsage::used_peak).
   std::uint64_t used_peak(unsigned index) const {
     return file_->usage[index].used_peak.load(std::memory_order_acquire);
   }
-  // Exact: the device's dead processes (zombies and reused pids too) are reclaimed first.
+  // Exact: the device's dead processes (zombies and reused pids too) are reclaimed first (from
+  // the kernel's exit reports where it can tell, as memory() does).
   std::vector<ProcessUsage> processes(unsigned index);
   // Every device's dead processes; `thorough` also reads /proc to catch zombies and reused pids.
   void reclaim_dead(bool thorough = true);
@@ -115,12 +119,20 @@ class SharedState {
  private:
   int own_slot(unsigned index, bool create);
   void maybe_reclaim();
+  // `thorough`: a process that cannot be watched is asked about as reclaim_dead_on's would be.
+  void reclaim_exited(bool thorough);
+  void reclaim_process(const ExitWatch::Process& process);
   void reclaim_dead_on(unsigned first, unsigned last, bool thorough);
 
   std::string path_;
   StateFile* file_;
   std::atomic<std::int64_t> last_reclaim_ns_{0};
   std::atomic<int> own_slots_[kMaxDevices]{};  // slot index + 1, 0 when none
+  // reclaim_exited()'s, used by one thread at a time (`watching_`): the processes it watches and
+  // the pid word each slot had when it last looked.
+  std::atomic<bool> watching_{false};
+  ExitWatch watch_;
+  std::uint32_t seen_[kMaxDevices][kMaxSlots]{};
 };
 
 // The state file path: GPUMEM_SIM_STATE or ${TMPDIR:-/tmp}/gpumem-sim-<uid>.state.

@@ -10,7 +10,25 @@ namespace {
 
 constexpr std::size_t kMinSlots = 16;
 
+constexpr int kKindShift = 56;
+constexpr std::uint64_t kBytesMask = (std::uint64_t{1} << kKindShift) - 1;
+
+bool before(const auto& held, std::uint32_t version) noexcept {
+  return held.version < version;
+}
+
 }  // namespace
+
+BlockTable::Slot BlockTable::pack(std::uint64_t key, const BlockInfo& info,
+                                  std::uint32_t born) noexcept {
+  return {key, (info.bytes & kBytesMask) | std::uint64_t{info.kind} << kKindShift, info.time_ns,
+          info.stack, born};
+}
+
+BlockInfo BlockTable::unpack(const Slot& slot) noexcept {
+  return {slot.bytes_kind & kBytesMask, slot.time_ns, slot.stack,
+          static_cast<std::uint8_t>(slot.bytes_kind >> kKindShift)};
+}
 
 std::size_t BlockTable::home(std::uint64_t key) const noexcept {
   // High bits of the product: device addresses are aligned, which the low bits would keep.
@@ -53,11 +71,17 @@ void BlockTable::remove_at(std::size_t hole) noexcept {
   }
 }
 
-bool BlockTable::seen(std::uint64_t born, std::uint64_t died) const noexcept {
-  const auto first = std::lower_bound(
-      held_.begin(), held_.end(), born,
-      [](const Held& held, std::uint64_t version) { return held.version < version; });
+bool BlockTable::seen(std::uint32_t born, std::uint32_t died) const noexcept {
+  const auto first = std::lower_bound(held_.begin(), held_.end(), born, before<Held>);
   return first != held_.end() && first->version < died;
+}
+
+std::size_t BlockTable::held(Snapshot snapshot) const noexcept {
+  const auto it =
+      std::lower_bound(held_.begin(), held_.end(), snapshot,
+                       [](const Held& each, Snapshot handle) { return each.handle < handle; });
+  return it != held_.end() && it->handle == snapshot ? static_cast<std::size_t>(it - held_.begin())
+                                                     : held_.size();
 }
 
 void BlockTable::retire(const Slot& slot) {
@@ -73,18 +97,40 @@ void BlockTable::prune() noexcept {
   if (retired_.capacity() > 4 * prune_at_) retired_.shrink_to_fit();
 }
 
+// Every version a block carries becomes the rank of the first held version at or after it (past
+// the last: one more than their number), the held versions 1…h, the next version h + 1. A held
+// snapshot sees a block after this exactly when it saw it before: born <= v and v < died compare
+// a block's versions with held versions only, and the ranks keep those orders.
+void BlockTable::renumber() noexcept {
+  const auto rank = [this](std::uint32_t version) {
+    return static_cast<std::uint32_t>(
+        std::lower_bound(held_.begin(), held_.end(), version, before<Held>) - held_.begin() + 1);
+  };
+  for (Slot& slot : slots_) {
+    if (slot.key != 0) slot.born = rank(slot.born);
+  }
+  for (Retired& each : retired_) {
+    each.block.born = rank(each.block.born);
+    each.died = rank(each.died);
+  }
+  for (std::size_t i = 0; i < held_.size(); ++i)
+    held_[i].version = static_cast<std::uint32_t>(i + 1);
+  version_ = static_cast<std::uint32_t>(held_.size() + 1);
+}
+
 void BlockTable::insert(std::uint64_t key, const BlockInfo& info) {
   if (key == 0) return;
   const std::size_t found = position(key);
   if (found != slots_.size()) {
     Slot& slot = slots_[found];
-    if (slot.info.bytes == info.bytes && slot.info.stack == info.stack &&
-        slot.info.kind == info.kind && slot.info.time_ns == info.time_ns) {
+    const Slot replacing = pack(key, info, version_);
+    if (slot.bytes_kind == replacing.bytes_kind && slot.stack == replacing.stack &&
+        slot.time_ns == replacing.time_ns) {
       return;
     }
     retire(slot);  // the block it replaces, for the snapshots that see it
-    bytes_ = bytes_ - slot.info.bytes + info.bytes;
-    slot = {key, info, version_};
+    bytes_ = bytes_ - (slot.bytes_kind & kBytesMask) + (replacing.bytes_kind & kBytesMask);
+    slot = replacing;
     return;
   }
   if ((size_ + 1) * 4 > slots_.size() * 3) {
@@ -93,9 +139,9 @@ void BlockTable::insert(std::uint64_t key, const BlockInfo& info) {
   const std::size_t mask = slots_.size() - 1;
   std::size_t i = home(key);
   while (slots_[i].key != 0) i = (i + 1) & mask;
-  slots_[i] = {key, info, version_};
+  slots_[i] = pack(key, info, version_);
   ++size_;
-  bytes_ += info.bytes;
+  bytes_ += slots_[i].bytes_kind & kBytesMask;
 }
 
 void BlockTable::insert_if_absent(std::uint64_t key, const BlockInfo& info) {
@@ -106,14 +152,15 @@ bool BlockTable::erase(std::uint64_t key) {
   const std::size_t found = position(key);
   if (found == slots_.size()) return false;
   retire(slots_[found]);
-  bytes_ -= slots_[found].info.bytes;
+  bytes_ -= slots_[found].bytes_kind & kBytesMask;
   remove_at(found);
   return true;
 }
 
-const BlockInfo* BlockTable::find(std::uint64_t key) const noexcept {
+std::optional<BlockInfo> BlockTable::find(std::uint64_t key) const noexcept {
   const std::size_t at = position(key);
-  return at != slots_.size() ? &slots_[at].info : nullptr;
+  if (at == slots_.size()) return std::nullopt;
+  return unpack(slots_[at]);
 }
 
 void BlockTable::clear() noexcept {
@@ -125,7 +172,11 @@ void BlockTable::clear() noexcept {
     } catch (...) {
       retired_.clear();  // no room to keep them: the snapshots lose their blocks instead
     }
-    ++version_;
+    if (version_ < last_version_) {
+      ++version_;
+    } else {
+      renumber();
+    }
   }
   std::vector<Slot>().swap(slots_);
   size_ = 0;
@@ -134,30 +185,27 @@ void BlockTable::clear() noexcept {
 
 Snapshot BlockTable::share() noexcept {
   try {
-    held_.push_back({version_, 1});
+    held_.push_back({next_handle_, version_, 1});
   } catch (...) {
     return kNoSnapshot;
   }
-  return version_++;
+  if (version_ < last_version_) {
+    ++version_;
+  } else {
+    renumber();  // the new one included: it is held
+  }
+  return next_handle_++;
 }
 
 Snapshot BlockTable::retain(Snapshot snapshot) noexcept {
-  if (snapshot == kNoSnapshot) return snapshot;
-  const auto it = std::lower_bound(
-      held_.begin(), held_.end(), snapshot,
-      [](const Held& held, std::uint64_t version) { return held.version < version; });
-  if (it != held_.end() && it->version == snapshot) ++it->holds;
+  if (const std::size_t at = held(snapshot); at != held_.size()) ++held_[at].holds;
   return snapshot;
 }
 
 void BlockTable::release(Snapshot snapshot) noexcept {
-  if (snapshot == kNoSnapshot) return;
-  const auto it = std::lower_bound(
-      held_.begin(), held_.end(), snapshot,
-      [](const Held& held, std::uint64_t version) { return held.version < version; });
-  if (it == held_.end() || it->version != snapshot) return;
-  if (--it->holds != 0) return;
-  held_.erase(it);
+  const std::size_t at = held(snapshot);
+  if (at == held_.size() || --held_[at].holds != 0) return;
+  held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(at));
   if (held_.empty()) {
     std::vector<Retired>().swap(retired_);  // no snapshot left to see them
     std::vector<Held>().swap(held_);
@@ -166,32 +214,32 @@ void BlockTable::release(Snapshot snapshot) noexcept {
 }
 
 void BlockTable::collect(Snapshot snapshot, std::vector<Entry>& out) const {
-  if (snapshot == kNoSnapshot) return;
+  const std::size_t at = held(snapshot);
+  if (at == held_.size()) return;
+  const std::uint32_t version = held_[at].version;
   for (const Slot& slot : slots_) {
-    if (slot.key != 0 && slot.born <= snapshot) {
-      out.push_back({slot.key, slot.info});
-    }
+    if (slot.key != 0 && slot.born <= version) out.push_back({slot.key, unpack(slot)});
   }
   for (const Retired& each : retired_) {
     const Slot& slot = each.block;
-    if (slot.born <= snapshot && snapshot < each.died) {
-      out.push_back({slot.key, slot.info});
-    }
+    if (slot.born <= version && version < each.died) out.push_back({slot.key, unpack(slot)});
   }
 }
 
 void BlockTable::collect_live(std::vector<Entry>& out) const {
   for (const Slot& slot : slots_) {
-    if (slot.key != 0) out.push_back({slot.key, slot.info});
+    if (slot.key != 0) out.push_back({slot.key, unpack(slot)});
   }
 }
 
 std::size_t BlockTable::count(Snapshot snapshot) const noexcept {
-  if (snapshot == kNoSnapshot) return 0;
+  const std::size_t at = held(snapshot);
+  if (at == held_.size()) return 0;
+  const std::uint32_t version = held_[at].version;
   std::size_t total = 0;
-  for (const Slot& slot : slots_) total += slot.key != 0 && slot.born <= snapshot ? 1 : 0;
+  for (const Slot& slot : slots_) total += slot.key != 0 && slot.born <= version ? 1 : 0;
   for (const Retired& each : retired_) {
-    total += each.block.born <= snapshot && snapshot < each.died ? 1 : 0;
+    total += each.block.born <= version && version < each.died ? 1 : 0;
   }
   return total;
 }

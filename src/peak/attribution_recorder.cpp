@@ -111,7 +111,18 @@ void detach(Channel& channel, CounterSlot& counter, Slot& slot) {
 RawSnapshot peak_of(Slot& slot) {
   Recorder& r = recorder(slot.device);
   RawSnapshot snapshot;
-  // Read under the mutex: the table moves on with the events (a walk of its slots).
+  // The table moves on with the events, so the walk of its slots is made under the mutex, and
+  // the device's allocations wait for it. What does not need the table is done before: the list
+  // is sized and its pages touched outside the mutex, so that the walk under it is a filtered copy
+  // into memory already there (at 1M blocks most of the time a first write into fresh pages
+  // takes). A list that turns out too small still grows under the mutex, as before.
+  std::size_t expected = 0;
+  {
+    const std::lock_guard lock(r.mutex);
+    expected = r.table.size() + r.table.retired();
+  }
+  snapshot.blocks.resize(expected + expected / 16 + 16);
+  snapshot.blocks.clear();
   const std::lock_guard lock(r.mutex);
   snapshot.level = slot.peak_level;
   snapshot.time_ns = slot.peak_time_ns;
@@ -142,7 +153,7 @@ void record(Channel& channel, int device, std::int64_t delta, const BlockEvent* 
   if (event != nullptr) {
     try {
       if (event->resize) {
-        const BlockInfo* known = r.table.find(event->key);
+        const std::optional<BlockInfo> known = r.table.find(event->key);
         BlockInfo info{event->bytes, known ? known->time_ns : now_ns(),
                        known && known->stack != 0 ? known->stack : event->stack, event->kind};
         if (event->bytes == 0) {

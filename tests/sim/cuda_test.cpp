@@ -3,6 +3,7 @@
 // the GPUs, and CUDA_INJECTION64_PATH.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -404,6 +405,47 @@ TEST(simCuda, KilledProcessIsReclaimed) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_TRUE(nvml_pids(0).empty());
   EXPECT_EQ(nvml_used(0), 0u);
+  ::waitpid(child, nullptr, 0);
+}
+
+// The memory figure alone (no process list asked for, which reclaims thoroughly) gives a killed
+// process's memory back, before its parent reaps it: as the real driver's, which frees it when
+// the process ends. The figure learns of the exit from the kernel, so it neither asks about
+// every process at each read nor mistakes the zombie for a live holder (kill(pid, 0) would).
+TEST(simCuda, TheMemoryFigureGivesBackAKilledProcesssMemoryBeforeItIsReaped) {
+  SimGpu gpu;
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a failed assertion below leaves no child behind
+    Cuda cuda;
+    CUcontext context = nullptr;
+    CUdeviceptr p = 0;
+    cuda.init(0);
+    cuda.retain(&context, 1);
+    cuda.set_current(context);
+    char c = cuda.alloc(&p, 77 * MiB) == CUDA_SUCCESS ? 'y' : 'n';
+    static_cast<void>(::write(ready[1], &c, 1));
+    for (;;) ::pause();
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ASSERT_EQ(c, 'y');
+  EXPECT_EQ(nvml_used(0), 77 * MiB);
+  // Until the figure has seen the child as a holder (it looks at most every 5 ms).
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(nvml_used(0), 77 * MiB);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(::kill(child, SIGKILL), 0);
+  for (int i = 0; i < 2000 && nvml_used(0) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(nvml_used(0), 0u);
+  siginfo_t info{};
+  EXPECT_EQ(::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);
+  EXPECT_EQ(info.si_pid, child);  // still a zombie: nothing reaped it to free its memory
   ::waitpid(child, nullptr, 0);
 }
 
