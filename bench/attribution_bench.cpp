@@ -27,6 +27,7 @@
 #include "peak/attribution_recorder.hpp"
 #include "peak/channels.hpp"
 #include "peak/exact_callbacks.hpp"
+#include "simulated_gpu.hpp"
 
 namespace {
 
@@ -331,14 +332,7 @@ BENCHMARK(BM_AttributionChurn)
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string sim = GPUMEM_SIM_DIR;
-  const std::string state =
-      "/tmp/gpumem-bench-attribution-" + std::to_string(::getpid()) + ".state";
-  ::setenv("GPUMEM_SIM_STATE", state.c_str(), 1);
-  ::setenv("GPUMEM_SIM_CONFIG", R"({"devices": [{"name": "NVIDIA H200", "context_mib": 0}]})", 1);
-  ::setenv("GPUMEM_NVML_LIBRARY", (sim + "/libnvidia-ml.so.1").c_str(), 1);
-  ::setenv("GPUMEM_CUDA_LIBRARY", (sim + "/libcuda.so.1").c_str(), 1);
-  ::setenv("GPUMEM_CUPTI_LIBRARY", (sim + "/libcupti.so.13").c_str(), 1);
+  const std::string state = gpumem::bench::use_simulated_gpu("attribution");
   gpumem::preload();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

@@ -19,6 +19,7 @@
 #include "gpumem/trace.hpp"
 #include "peak/channels.hpp"
 #include "peak/exact_callbacks.hpp"
+#include "simulated_gpu.hpp"
 
 namespace {
 
@@ -159,13 +160,7 @@ BENCHMARK(BM_TraceStartStop)
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string sim = GPUMEM_SIM_DIR;
-  const std::string state = "/tmp/gpumem-bench-peak-" + std::to_string(::getpid()) + ".state";
-  ::setenv("GPUMEM_SIM_STATE", state.c_str(), 1);
-  ::setenv("GPUMEM_SIM_CONFIG", R"({"devices": [{"name": "NVIDIA H200", "context_mib": 0}]})", 1);
-  ::setenv("GPUMEM_NVML_LIBRARY", (sim + "/libnvidia-ml.so.1").c_str(), 1);
-  ::setenv("GPUMEM_CUDA_LIBRARY", (sim + "/libcuda.so.1").c_str(), 1);
-  ::setenv("GPUMEM_CUPTI_LIBRARY", (sim + "/libcupti.so.13").c_str(), 1);
+  const std::string state = gpumem::bench::use_simulated_gpu("peak");
   gpumem::preload();  // a current context, as in a CUDA program
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

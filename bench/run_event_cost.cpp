@@ -38,6 +38,7 @@
 #include "gpumem/internal/exact_source.hpp"
 #include "gpumem/internal/run_counters.hpp"
 #include "gpumem/memory.hpp"
+#include "simulated_gpu.hpp"
 
 namespace {
 
@@ -369,13 +370,7 @@ int count_events(std::int64_t pairs) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string sim = GPUMEM_SIM_DIR;
-  const std::string state = "/tmp/gpumem-bench-run-events-" + std::to_string(::getpid()) + ".state";
-  ::setenv("GPUMEM_SIM_STATE", state.c_str(), 1);
-  ::setenv("GPUMEM_SIM_CONFIG", R"({"devices": [{"name": "NVIDIA H200", "context_mib": 0}]})", 1);
-  ::setenv("GPUMEM_NVML_LIBRARY", (sim + "/libnvidia-ml.so.1").c_str(), 1);
-  ::setenv("GPUMEM_CUDA_LIBRARY", (sim + "/libcuda.so.1").c_str(), 1);
-  ::setenv("GPUMEM_CUPTI_LIBRARY", (sim + "/libcupti.so.13").c_str(), 1);
+  const std::string state = gpumem::bench::use_simulated_gpu("run-events");
   gpumem::preload();  // a current context, as in a CUDA program
   // A CUDA program has threads of its own (the driver starts some): glibc takes a mutex without
   // a locked instruction while a process has one thread only, which no CUDA program is.

@@ -9,6 +9,7 @@
 #include "attribution/views.hpp"
 #include "cli/attribution_documents.hpp"
 #include "cli/command_runner.hpp"
+#include "support/json_mutations.hpp"
 
 namespace gpumem::testing {
 namespace {
@@ -324,37 +325,9 @@ TEST(AttributionReader, FilesThatAreNotDocuments) {
 TEST(AttributionReader, MutatedDocumentsAreReadOrRefusedNeverCrash) {
   const std::string original = known_document().text();
   std::mt19937 random(1234);
-  const char* replacements[] = {
-      "-1", "1e999", "18446744073709551616", "null",       "\"x\"", "[]", "{}", "3", "0",
-      "99", "true",  "\"\\u0000\"",          "\"\\ud800\""};
   std::size_t read = 0, refused = 0;
   for (int round = 0; round < 4000; ++round) {
-    std::string text = original;
-    const int edits = 1 + static_cast<int>(random() % 3);
-    for (int edit = 0; edit < edits; ++edit) {
-      const std::size_t at = random() % text.size();
-      switch (random() % 5) {
-        case 0:
-          text[at] = static_cast<char>(random() % 256);
-          break;
-        case 1:
-          text.resize(at);
-          break;
-        case 2:
-          text.erase(at, random() % 40);
-          break;
-        case 3: {  // a number replaced by something else
-          const std::size_t digit = text.find_first_of("0123456789", at);
-          if (digit == std::string::npos) break;
-          const std::size_t end = text.find_first_not_of("0123456789.", digit);
-          text.replace(digit, end - digit, replacements[random() % std::size(replacements)]);
-          break;
-        }
-        default:
-          text.insert(at, text.substr(random() % text.size(), random() % 60));
-      }
-      if (text.empty()) text = "{";
-    }
+    const std::string text = mutated_json(original, random);
     std::string error;
     const auto document = attr::parse_document(text, "m.json", &error);
     if (!document) {

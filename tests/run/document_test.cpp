@@ -11,6 +11,7 @@
 
 #include "gpumem/internal/report_document.hpp"
 #include "gpumem/internal/run_document.hpp"
+#include "support/json_mutations.hpp"
 
 namespace gpumem::run {
 namespace {
@@ -213,36 +214,8 @@ template <typename Parse, typename Write>
 void mutate(const std::string& original, Parse parse, Write write, std::size_t* read,
             std::size_t* refused) {
   std::mt19937 random(4321);
-  const char* replacements[] = {
-      "-1",   "1e999", "18446744073709551616", "null",       "\"x\"", "[]", "{}", "3", "0", "99",
-      "true", "1.5",   "\"\\u0000\"",          "\"\\ud800\""};
   for (int round = 0; round < 3000; ++round) {
-    std::string text = original;
-    const int edits = 1 + static_cast<int>(random() % 3);
-    for (int edit = 0; edit < edits; ++edit) {
-      const std::size_t at = random() % text.size();
-      switch (random() % 5) {
-        case 0:
-          text[at] = static_cast<char>(random() % 256);
-          break;
-        case 1:
-          text.resize(at);
-          break;
-        case 2:
-          text.erase(at, random() % 40);
-          break;
-        case 3: {
-          const std::size_t digit = text.find_first_of("0123456789", at);
-          if (digit == std::string::npos) break;
-          const std::size_t end = text.find_first_not_of("0123456789.", digit);
-          text.replace(digit, end - digit, replacements[random() % std::size(replacements)]);
-          break;
-        }
-        default:
-          text.insert(at, text.substr(random() % text.size(), random() % 60));
-      }
-      if (text.empty()) text = "{";
-    }
+    const std::string text = testing::mutated_json(original, random);
     std::string error;
     const auto document = parse(text, &error);
     if (!document) {
