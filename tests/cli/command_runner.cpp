@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 extern char** environ;
@@ -119,6 +120,18 @@ CommandResult run_command(const std::vector<std::string>& argv, std::chrono::sec
   std::filesystem::remove(out);
   std::filesystem::remove(err);
   return result;
+}
+
+std::string sim_show() {
+  const auto started = std::chrono::steady_clock::now();
+  CommandResult show = run_command({sim_tool(), "show"});
+  if (show.exit_code != 0 || show.out.empty()) {
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started);
+    throw std::runtime_error("gpumem-sim show exited with " + std::to_string(show.exit_code) +
+                             " after " + std::to_string(took.count()) + " ms: " + show.err);
+  }
+  return std::move(show.out);
 }
 
 BackgroundCommand::BackgroundCommand(const std::vector<std::string>& argv)

@@ -22,6 +22,11 @@ std::string sim_tool();
 CommandResult run_command(const std::vector<std::string>& argv,
                           std::chrono::seconds timeout = std::chrono::seconds(60));
 
+// `gpumem-sim show`'s JSON: the simulated devices' own figures.
+// @throws std::runtime_error naming the status, time and error of a show that failed or was
+// killed (run_command's minute), rather than handing back text that is not JSON.
+std::string sim_show();
+
 // A command left running in the background, in its own process group.
 class BackgroundCommand {
  public:

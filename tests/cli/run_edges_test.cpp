@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,18 +33,8 @@ struct Edge {
   nlohmann::json device;  // `gpumem-sim show`'s device 0 after the run
 };
 
-// The simulator's own figures. A `show` that failed or was killed (run_command's minute) says
-// so with its status and error, not as JSON that cannot be parsed.
 nlohmann::json sim_device() {
-  const auto started = std::chrono::steady_clock::now();
-  const CommandResult show = run_command({sim_tool(), "show"});
-  if (show.exit_code != 0 || show.out.empty()) {
-    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::chrono::steady_clock::now() - started);
-    throw std::runtime_error("gpumem-sim show exited with " + std::to_string(show.exit_code) +
-                             " after " + std::to_string(took.count()) + " ms: " + show.err);
-  }
-  return nlohmann::json::parse(show.out)["devices"][0];
+  return nlohmann::json::parse(sim_show())["devices"][0];
 }
 
 // `gpumem run` at its default interval (10 ms: a 1 ms process falls between samples).

@@ -40,7 +40,7 @@ Overlap run_overlap(const std::string& shell_line, std::vector<std::string> opti
   Overlap overlap{run_command(argv), {}, {}};
   const std::string text = read_file(json);
   if (!text.empty()) overlap.summary = nlohmann::json::parse(text);
-  overlap.device = nlohmann::json::parse(run_command({sim_tool(), "show"}).out)["devices"][0];
+  overlap.device = nlohmann::json::parse(sim_show())["devices"][0];
   return overlap;
 }
 
@@ -114,8 +114,7 @@ TEST(RunOverlap, ProcessesAllocatingAndFreeingAtOnceGiveTheDevicesPeakOrARangeHo
 // Polls the simulated device until it holds `bytes` (the simulator says so, not a clock).
 void until_the_device_holds(std::int64_t bytes) {
   for (;;) {
-    const nlohmann::json device =
-        nlohmann::json::parse(run_command({sim_tool(), "show"}).out)["devices"][0];
+    const nlohmann::json device = nlohmann::json::parse(sim_show())["devices"][0];
     if (device["used_bytes"] == bytes) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling the device, no sync
   }
@@ -147,7 +146,7 @@ TEST(RunOverlap, AFreeThatReturnsLateWhileAnotherProcessAllocatesIsNotCountedAsH
   std::ofstream(go + "3").put('\n');
   Overlap overlap{run.wait(std::chrono::seconds(60)), {}, {}};
   overlap.summary = nlohmann::json::parse(read_file(json));
-  overlap.device = nlohmann::json::parse(run_command({sim_tool(), "show"}).out)["devices"][0];
+  overlap.device = nlohmann::json::parse(sim_show())["devices"][0];
   ASSERT_EQ(overlap.device["used_peak_bytes"], 1101 * kMiB);
   expect_the_devices_peak(overlap, "a late free");
   // The budget is judged on what the device surely held, and the verdict says what it may have
@@ -190,7 +189,7 @@ TEST(RunOverlap, AnAllocationThatReturnsLateWhileAnotherProcessFreesIsCountedAsH
   std::ofstream(go + "3").put('\n');
   Overlap overlap{run.wait(std::chrono::seconds(60)), {}, {}};
   overlap.summary = nlohmann::json::parse(read_file(json));
-  overlap.device = nlohmann::json::parse(run_command({sim_tool(), "show"}).out)["devices"][0];
+  overlap.device = nlohmann::json::parse(sim_show())["devices"][0];
   ASSERT_EQ(overlap.device["used_peak_bytes"], 1201 * kMiB);
   expect_the_devices_peak(overlap, "a late allocation");
 }

@@ -378,26 +378,40 @@ TEST(simCuda, OtherProcessesShowAndGoAway) {
   EXPECT_EQ(nvml_used(1), 0u);
 }
 
-TEST(simCuda, KilledProcessIsReclaimed) {
-  SimGpu gpu;
+// A forked child that allocates `bytes` on GPU 0 and waits to be killed (and dies with this
+// process, so a failed assertion leaves nothing behind). @return its pid once the block is held,
+// or -1 when the fork or the allocation failed.
+pid_t fork_holder(std::uint64_t bytes) {
   int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
+  if (::pipe(ready) != 0) return -1;
   const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
+  if (child < 0) return -1;
   if (child == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     Cuda cuda;
     CUcontext context = nullptr;
     CUdeviceptr p = 0;
     cuda.init(0);
     cuda.retain(&context, 1);
     cuda.set_current(context);
-    char c = cuda.alloc(&p, 123 * MiB) == CUDA_SUCCESS ? 'y' : 'n';
+    char c = cuda.alloc(&p, bytes) == CUDA_SUCCESS ? 'y' : 'n';
     static_cast<void>(::write(ready[1], &c, 1));
     for (;;) ::pause();
   }
   char c = 0;
-  ASSERT_EQ(::read(ready[0], &c, 1), 1);
-  ASSERT_EQ(c, 'y');
+  const bool held = ::read(ready[0], &c, 1) == 1 && c == 'y';
+  ::close(ready[0]);
+  ::close(ready[1]);
+  if (held) return child;
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  return -1;
+}
+
+TEST(simCuda, KilledProcessIsReclaimed) {
+  SimGpu gpu;
+  const pid_t child = fork_holder(123 * MiB);
+  ASSERT_GT(child, 0);
   EXPECT_EQ(nvml_used(0), 123 * MiB);
   ASSERT_EQ(::kill(child, SIGKILL), 0);
   // Not reaped yet: a zombie holds no GPU memory.
@@ -414,25 +428,8 @@ TEST(simCuda, KilledProcessIsReclaimed) {
 // every process at each read nor mistakes the zombie for a live holder (kill(pid, 0) would).
 TEST(simCuda, TheMemoryFigureGivesBackAKilledProcesssMemoryBeforeItIsReaped) {
   SimGpu gpu;
-  int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a failed assertion below leaves no child behind
-    Cuda cuda;
-    CUcontext context = nullptr;
-    CUdeviceptr p = 0;
-    cuda.init(0);
-    cuda.retain(&context, 1);
-    cuda.set_current(context);
-    char c = cuda.alloc(&p, 77 * MiB) == CUDA_SUCCESS ? 'y' : 'n';
-    static_cast<void>(::write(ready[1], &c, 1));
-    for (;;) ::pause();
-  }
-  char c = 0;
-  ASSERT_EQ(::read(ready[0], &c, 1), 1);
-  ASSERT_EQ(c, 'y');
+  const pid_t child = fork_holder(77 * MiB);
+  ASSERT_GT(child, 0);
   EXPECT_EQ(nvml_used(0), 77 * MiB);
   // Until the figure has seen the child as a holder (it looks at most every 5 ms).
   for (int i = 0; i < 20; ++i) {
