@@ -34,6 +34,8 @@ namespace {
 using namespace gpumem;
 
 constexpr int kStackFrames = 32;
+// What a live block must keep: its address, its size and its stack id.
+constexpr double kFloorBytesPerBlock = 8 + 8 + 4;
 
 void per_event(benchmark::State& state, std::int64_t events) {
   state.counters["per_event"] = benchmark::Counter(
@@ -150,16 +152,19 @@ void BM_SnapshotMemory1MBlocks(benchmark::State& state) {
   constexpr int kSnapshots = 1000;
   for (auto _ : state) {
     attribution::BlockTable table;
-    for (std::uint64_t i = 1; i <= kBlocks; ++i) table.insert(i << 21, {4096, 0, 1, 0});
+    std::int64_t clock = 0;  // each block allocated after the last (a clock that moves)
+    for (std::uint64_t i = 1; i <= kBlocks; ++i) table.insert(i << 21, {4096, ++clock, 1, 0});
     const std::size_t live = table.memory_bytes();
     std::vector<attribution::Snapshot> snapshots;
     for (int i = 0; i < kSnapshots; ++i) {
       snapshots.push_back(table.share());
-      table.insert((kBlocks + 1 + static_cast<std::uint64_t>(i)) << 21, {4096, 0, 1, 0});
+      table.insert((kBlocks + 1 + static_cast<std::uint64_t>(i)) << 21, {4096, ++clock, 1, 0});
     }
     const std::size_t with_snapshots = table.memory_bytes();
     state.counters["MiB_1M_blocks"] = static_cast<double>(live) / (1 << 20);
     state.counters["bytes_per_block"] = static_cast<double>(live) / kBlocks;
+    state.counters["floor_bytes_per_block"] = kFloorBytesPerBlock;
+    state.counters["ratio_to_floor"] = static_cast<double>(live) / kBlocks / kFloorBytesPerBlock;
     state.counters["bytes_per_snapshot"] = static_cast<double>(with_snapshots - live) / kSnapshots;
     state.counters["full_copy_bytes"] = static_cast<double>(live);  // the baseline
     // A peak snapshot's read holds the device's mutex for the walk (peak_of): into a list that
@@ -192,9 +197,10 @@ void BM_BlockTableChurn(benchmark::State& state) {
   attribution::BlockTable table;
   bench::AddressStream addresses;
   std::vector<std::uint64_t> keys(live);
+  std::int64_t clock = 0;  // each block allocated after the last (a clock that moves)
   for (std::uint64_t& key : keys) {
     key = addresses.next();
-    table.insert(key, {4096, 0, 1, 0});
+    table.insert(key, {4096, ++clock, 1, 0});
   }
   bench::RandomAccessFloor floor(table.memory_bytes());
   std::vector<std::uint64_t> floor_keys = keys;
@@ -226,7 +232,7 @@ void BM_BlockTableChurn(benchmark::State& state) {
             std::uint64_t& key = keys[next_index()];
             sink += table.erase(key) ? 1 : 0;
             key = addresses.next();
-            table.insert(key, {4096, 0, 1, 0});
+            table.insert(key, {4096, ++clock, 1, 0});
           }
         });
     bench::report(state, figures);
@@ -237,6 +243,9 @@ void BM_BlockTableChurn(benchmark::State& state) {
   table.release(peak);
   state.counters["bytes_per_block"] =
       static_cast<double>(table.memory_bytes()) / static_cast<double>(live);
+  state.counters["ratio_to_floor"] =
+      static_cast<double>(table.memory_bytes()) / static_cast<double>(live) / kFloorBytesPerBlock;
+  state.counters["beside"] = static_cast<double>(table.beside());
   for (const std::uint64_t key : keys) table.erase(key);
   state.counters["bytes_after_free"] = static_cast<double>(table.memory_bytes());
 }
@@ -270,8 +279,9 @@ void BM_AttributionChurn(benchmark::State& state) {
     event.key = key;
     peak::attribution::record(*channel, 0, 4096, &event);
   }
-  // The table's slots are 32 bytes at 3/8 to 3/4 full: the floor covers as much memory.
-  bench::RandomAccessFloor floor(live * 32 * 2);
+  // The table's slots are 24 bytes at 7/16 to 13/16 full (5/8 after growing): the floor covers
+  // as much memory.
+  bench::RandomAccessFloor floor(live * 24 * 8 / 5);
   std::vector<std::uint64_t> floor_keys = keys;
   bench::AddressStream floor_addresses;
   std::uint64_t pick = 88172645463325252ull;

@@ -28,3 +28,25 @@ template <class Slot, class Home>
 }
 
 }  // namespace gpumem::support
+
+namespace gpumem::support {
+
+// The same for a table of any size (its probes wrap at the end rather than by a mask).
+template <class Slot, class Home>
+inline void erase_by_backward_shift_any_size(std::vector<Slot>& slots, std::size_t hole,
+                                             const Home& home) noexcept {
+  const std::size_t size = slots.size();
+  const auto after = [size](std::size_t i) { return i + 1 == size ? 0 : i + 1; };
+  for (std::size_t next = after(hole); slots[next].key != 0; next = after(next)) {
+    const std::size_t wanted = home(slots[next].key);
+    const bool movable =
+        hole <= next ? (wanted <= hole || wanted > next) : (wanted <= hole && wanted > next);
+    if (movable) {
+      slots[hole] = slots[next];
+      hole = next;
+    }
+  }
+  slots[hole] = Slot{};
+}
+
+}  // namespace gpumem::support
