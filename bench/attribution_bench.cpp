@@ -11,6 +11,7 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -167,8 +168,9 @@ void BM_SnapshotMemory1MBlocks(benchmark::State& state) {
     state.counters["ratio_to_floor"] = static_cast<double>(live) / kBlocks / kFloorBytesPerBlock;
     state.counters["bytes_per_snapshot"] = static_cast<double>(with_snapshots - live) / kSnapshots;
     state.counters["full_copy_bytes"] = static_cast<double>(live);  // the baseline
-    // A peak snapshot's read holds the device's mutex for the walk (peak_of): into a list that
-    // grows as it goes (what it was), and into one sized and touched beforehand (what it is).
+    // A peak snapshot's read held the device's mutex for the whole walk: into a list that grew
+    // as it went (what it was first), and into one sized and touched beforehand (what it was
+    // next); now for one step of the walk at a time (peak_of).
     {
       std::vector<attribution::BlockTable::Entry> grown;
       double start = bench::thread_cpu_ns();
@@ -180,6 +182,24 @@ void BM_SnapshotMemory1MBlocks(benchmark::State& state) {
       table.collect(snapshots.front(), sized);
       state.counters["walk_ms_sized_list"] = (bench::thread_cpu_ns() - start) / 1e6;
       state.counters["walk_blocks"] = static_cast<double>(sized.size());
+      // What peak_of holds it for now: the longest of the steps of a walk (kWalkStep slots or
+      // retired blocks each), the table churned between them as the device would.
+      std::vector<attribution::BlockTable::Entry> stepped(sized.size() + sized.size() / 16 + 16);
+      stepped.clear();
+      table.begin_walk(snapshots.front());
+      double longest = 0;
+      std::size_t steps = 0;
+      std::uint64_t churned = kBlocks + kSnapshots + 1;
+      for (bool done = false; !done; ++steps) {
+        start = bench::thread_cpu_ns();
+        done = table.walk_step(stepped, peak::attribution::kWalkStep);
+        longest = std::max(longest, bench::thread_cpu_ns() - start);
+        table.insert(churned << 21, {4096, ++clock, 1, 0});
+        table.erase(churned++ << 21);
+      }
+      table.end_walk();
+      state.counters["walk_longest_step_us"] = longest / 1e3;
+      state.counters["walk_steps"] = static_cast<double>(steps);
     }
     for (std::uint64_t i = 1; i <= kBlocks + kSnapshots; ++i) table.erase(i << 21);
     state.counters["MiB_freed_while_held"] = static_cast<double>(table.memory_bytes()) / (1 << 20);

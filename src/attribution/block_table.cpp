@@ -91,8 +91,27 @@ void BlockTable::place(const Slot& slot) noexcept {
   slots_[i] = slot;
 }
 
+void BlockTable::keep_for_walk(const Slot& slot) noexcept {
+  if (slot.time_ns > walk_.stamp) return;  // after the snapshot: not its block
+  try {
+    walk_.moved.push_back({unpack_key(slot.key & kPackedMask), unpack(slot)});
+  } catch (...) {
+    walk_.lost = true;
+  }
+}
+
 void BlockTable::resize(std::size_t slots) {
   std::vector<Slot> old(slots);
+  if (walk_.phase == Phase::slots) {
+    // Every slot moves: the walk takes the blocks it has not read yet now, and has read them all.
+    for (std::size_t i = walk_.cursor; i < slots_.size(); ++i) {
+      const Slot& slot = slots_[i];
+      if (slot.key != 0 && slot.time_ns <= walk_.stamp) {
+        walk_.moved.push_back({unpack_key(slot.key & kPackedMask), unpack(slot)});
+      }
+    }
+    walk_.cursor = slots;
+  }
   old.swap(slots_);
   for (const Slot& slot : old) {
     if (slot.key != 0) place(slot);
@@ -100,8 +119,18 @@ void BlockTable::resize(std::size_t slots) {
 }
 
 void BlockTable::remove_at(std::size_t hole) noexcept {
-  support::erase_by_backward_shift_any_size(slots_, hole,
-                                            [this](std::uint64_t packed) { return home(packed); });
+  const auto home_of = [this](std::uint64_t packed) { return home(packed); };
+  if (walk_.phase == Phase::slots) {
+    const std::size_t cursor = walk_.cursor;
+    support::erase_by_backward_shift_any_size(slots_, hole, home_of,
+                                              [this, cursor](std::size_t from, std::size_t to) {
+                                                if (from >= cursor && to < cursor)
+                                                  keep_for_walk(slots_[from]);
+                                              });
+    --in_slots_;
+    return;  // no shrinking under a walk
+  }
+  support::erase_by_backward_shift_any_size(slots_, hole, home_of, [](std::size_t, std::size_t) {});
   --in_slots_;
   // Down to kMinSlots, never to none: a block allocated and freed again and again must not cost
   // an allocation each time.
@@ -138,7 +167,7 @@ void BlockTable::make_room_to_retire() {
 void BlockTable::retire(std::uint64_t key, const BlockInfo& info, std::int64_t born) noexcept {
   if (!seen(born, next_)) return;
   retired_.push_back({key, info, born, next_});
-  if (retired_.size() >= prune_at_) prune();
+  if (retired_.size() >= prune_at_ && walk_.phase == Phase::none) prune();  // a walk reads it
 }
 
 void BlockTable::prune() noexcept {
@@ -258,6 +287,7 @@ void BlockTable::clear() noexcept {
   }
   std::vector<Slot>().swap(slots_);
   std::unordered_map<std::uint64_t, Wide>().swap(beside_);
+  if (walk_.phase == Phase::slots) walk_.cursor = 0;  // what it saw in them is retired now
   size_ = 0;
   in_slots_ = 0;
   bytes_ = 0;
@@ -311,6 +341,53 @@ void BlockTable::collect_live(std::vector<Entry>& out) const {
     if (slot.key != 0) out.push_back({unpack_key(slot.key & kPackedMask), unpack(slot)});
   }
   for (const auto& [key, wide] : beside_) out.push_back({key, wide.info});
+}
+
+bool BlockTable::begin_walk(Snapshot snapshot) {
+  const std::size_t at = held(snapshot);
+  if (at == held_.size()) return false;
+  walk_ = Walk{Phase::slots, retain(snapshot), held_[at].stamp, 0, {}, false};
+  return true;
+}
+
+bool BlockTable::walk_step(std::vector<Entry>& out, std::size_t slots) {
+  out.insert(out.end(), walk_.moved.begin(), walk_.moved.end());
+  walk_.moved.clear();
+  const std::int64_t stamp = walk_.stamp;
+  if (walk_.phase == Phase::slots) {
+    const std::size_t end = std::min(slots_.size(), walk_.cursor + slots);
+    for (std::size_t i = walk_.cursor; i < end; ++i) {
+      const Slot& slot = slots_[i];
+      if (slot.key != 0 && slot.time_ns <= stamp) {
+        out.push_back({unpack_key(slot.key & kPackedMask), unpack(slot)});
+      }
+    }
+    walk_.cursor = std::max(walk_.cursor, end);
+    if (walk_.cursor < slots_.size()) return false;
+    walk_.phase = Phase::retired;
+    walk_.cursor = 0;
+    return false;
+  }
+  if (walk_.phase != Phase::retired) return true;
+  const std::size_t end = std::min(retired_.size(), walk_.cursor + slots);
+  for (std::size_t i = walk_.cursor; i < end; ++i) {
+    const Retired& each = retired_[i];
+    if (each.born <= stamp && stamp < each.died) out.push_back({each.key, each.info});
+  }
+  walk_.cursor = end;
+  if (end < retired_.size()) return false;
+  // Last, the blocks beside the table (few by design), all in this step.
+  for (const auto& [key, wide] : beside_) {
+    if (wide.born <= stamp) out.push_back({key, wide.info});
+  }
+  walk_.phase = Phase::none;
+  return true;
+}
+
+void BlockTable::end_walk() noexcept {
+  const Snapshot snapshot = walk_.snapshot;
+  walk_ = Walk{};
+  release(snapshot);
 }
 
 std::size_t BlockTable::count(Snapshot snapshot) const noexcept {

@@ -81,6 +81,23 @@ class BlockTable {
   // Appends the blocks live now.
   void collect_live(std::vector<Entry>& out) const;
 
+  // A held snapshot's blocks read in steps, the table free to change between them (each step
+  // and every change still made under the caller's one lock), so that no step is longer than
+  // `slots` slots or retired blocks: begin_walk (false: kNoSnapshot, nothing to read), walk_step
+  // until it returns true, then end_walk, always (one walk at a time). While a walk is on, the
+  // table does not shrink, nor prune its retired list, and a block it sees that an erase shifts
+  // from a slot not yet read to one already read is kept for the next step; a growth hands every
+  // block not yet read to the next step at once. The blocks come out in no order, and a block
+  // freed during the walk may come out twice (from its slot, then from the retired list): at one
+  // snapshot a key is one block, so sorting by key and keeping one of each gives the snapshot.
+  // After the last step, walk_lost() says that there was no memory to keep a shifted block: the
+  // caller then reads the snapshot whole (collect) before end_walk.
+  bool begin_walk(Snapshot snapshot);
+  bool walk_step(std::vector<Entry>& out, std::size_t slots);
+  bool walk_lost() const noexcept { return walk_.lost; }
+  Snapshot walked() const noexcept { return walk_.snapshot; }
+  void end_walk() noexcept;
+
   // The bytes this table holds now: its slots, the blocks beside it (a map node each, with two
   // words for the allocator, and its buckets), the retired blocks and the held snapshots.
   std::size_t memory_bytes() const noexcept;
@@ -133,7 +150,19 @@ class BlockTable {
   void retire(std::uint64_t key, const BlockInfo& info, std::int64_t born) noexcept;
   void prune() noexcept;
 
+  enum class Phase { none, slots, retired };
+  struct Walk {
+    Phase phase = Phase::none;
+    Snapshot snapshot = kNoSnapshot;  // held by the walk
+    std::int64_t stamp = 0;
+    std::size_t cursor = 0;    // the slots (then retired blocks) below it are read
+    std::vector<Entry> moved;  // blocks it sees, shifted into slots already read
+    bool lost = false;
+  };
+  void keep_for_walk(const Slot& slot) noexcept;
+
   std::vector<Slot> slots_;
+  Walk walk_;
   std::size_t size_ = 0;  // live blocks, in slots and beside
   std::size_t in_slots_ = 0;
   std::uint64_t bytes_ = 0;

@@ -31,10 +31,11 @@ template <class Slot, class Home>
 
 namespace gpumem::support {
 
-// The same for a table of any size (its probes wrap at the end rather than by a mask).
-template <class Slot, class Home>
+// The same for a table of any size (its probes wrap at the end rather than by a mask);
+// `moved(from, to)` is told of each member shifted, before it moves.
+template <class Slot, class Home, class Moved>
 inline void erase_by_backward_shift_any_size(std::vector<Slot>& slots, std::size_t hole,
-                                             const Home& home) noexcept {
+                                             const Home& home, const Moved& moved) noexcept {
   const std::size_t size = slots.size();
   const auto after = [size](std::size_t i) { return i + 1 == size ? 0 : i + 1; };
   for (std::size_t next = after(hole); slots[next].key != 0; next = after(next)) {
@@ -42,6 +43,7 @@ inline void erase_by_backward_shift_any_size(std::vector<Slot>& slots, std::size
     const bool movable =
         hole <= next ? (wanted <= hole || wanted > next) : (wanted <= hole && wanted > next);
     if (movable) {
+      moved(next, hole);
       slots[hole] = slots[next];
       hole = next;
     }

@@ -296,4 +296,65 @@ TEST(BlockTable, EverySnapshotAgreesWithACopyWhateverTheBlocksFields) {
   });
 }
 
+// The blocks of a walk in steps, one of each key (what the recorder's peak_of keeps).
+FullContents walked(std::vector<BlockTable::Entry> entries) {
+  FullContents out;
+  for (const auto& entry : entries) {
+    const Fields fields{entry.info.bytes, entry.info.time_ns, entry.info.stack, entry.info.kind};
+    const auto [at, added] = out.emplace(entry.key, fields);
+    EXPECT_TRUE(added || at->second == fields) << "two blocks at " << entry.key;
+  }
+  return out;
+}
+
+// A snapshot read in steps of a few slots while the table changes between every two steps:
+// blocks freed (shifting others back across the slot the walk has reached), replaced, moved
+// beside the table and back, new blocks enough to grow it, other snapshots taken and released,
+// and now and then everything cleared. The walk gives what a copy taken at the snapshot holds.
+TEST(BlockTable, ASnapshotReadInStepsWhileTheTableChangesIsTheSnapshot) {
+  std::mt19937_64 random(5);
+  std::int64_t clock = 0;
+  for (int round = 0; round < 60; ++round) {
+    SCOPED_TRACE(round);
+    BlockTable table;
+    FullContents now;
+    const std::uint64_t keys = 64 + random() % 4000;
+    const auto change = [&] {
+      const std::uint64_t key = ((random() % keys) + 1) << 9;
+      const unsigned what = random() % 100;
+      if (what < 45) {
+        table.erase(key);
+        now.erase(key);
+      } else if (what < 95) {
+        const std::uint64_t bytes =
+            random() % 16 == 0 ? std::uint64_t{1} << 33 : random() % 900 + 1;
+        const std::int64_t time = random() % 8 == 0 ? clock : ++clock;  // sometimes beside
+        table.insert(key, {bytes, time, static_cast<std::uint32_t>(round), 0});
+        now[key] = Fields{bytes, time, static_cast<std::uint32_t>(round), 0};
+      } else if (what < 99) {
+        table.release(table.share());
+      } else if (random() % 4 == 0) {
+        table.clear();
+        now.clear();
+      }
+    };
+    for (std::uint64_t i = 0; i < keys / 2; ++i) change();
+    const Snapshot snapshot = table.share();
+    const FullContents copy = now;
+    ASSERT_TRUE(table.begin_walk(snapshot));
+    table.release(snapshot);  // the walk holds it
+    const std::size_t step = 1 + random() % 64;
+    const int changes = static_cast<int>(random() % 40);
+    std::vector<BlockTable::Entry> entries;
+    while (!table.walk_step(entries, step)) {
+      for (int i = 0; i < changes; ++i) change();
+    }
+    EXPECT_FALSE(table.walk_lost());
+    EXPECT_EQ(walked(entries), copy);
+    table.end_walk();
+    EXPECT_EQ(table.retired(), 0u);  // nothing held any more
+    EXPECT_EQ(table.size(), now.size());
+  }
+}
+
 }  // namespace
