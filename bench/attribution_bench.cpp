@@ -343,6 +343,12 @@ void BM_AttributionChurn(benchmark::State& state) {
   benchmark::DoNotOptimize(sink);
   const std::size_t blocks = peak::attribution::live(*channel, 0).blocks.size();
   state.counters["live_blocks"] = static_cast<double>(blocks);
+  // The counter's peak snapshot read whole (peak_of: sized, walked in steps, one block per key
+  // kept), the blocks its peak saw still held as retired.
+  const double read_start = bench::thread_cpu_ns();
+  const std::size_t peak_blocks = peak::attribution::peak_of(slot).blocks.size();
+  state.counters["peak_read_ms"] = (bench::thread_cpu_ns() - read_start) / 1e6;
+  state.counters["peak_blocks"] = static_cast<double>(peak_blocks);
   for (const std::uint64_t key : keys) {
     event.key = key;
     event.allocation = false;

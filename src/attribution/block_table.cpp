@@ -122,11 +122,11 @@ void BlockTable::remove_at(std::size_t hole) noexcept {
   const auto home_of = [this](std::uint64_t packed) { return home(packed); };
   if (walk_.phase == Phase::slots) {
     const std::size_t cursor = walk_.cursor;
-    support::erase_by_backward_shift_any_size(slots_, hole, home_of,
-                                              [this, cursor](std::size_t from, std::size_t to) {
-                                                if (from >= cursor && to < cursor)
-                                                  keep_for_walk(slots_[from]);
-                                              });
+    const auto moved = [this, cursor](std::size_t from, std::size_t to) {
+      if (from >= cursor && to < cursor) keep_for_walk(slots_[from]);
+      if (from < cursor && to >= cursor) walk_.doubled = true;  // wraps, to be read again
+    };
+    support::erase_by_backward_shift_any_size(slots_, hole, home_of, moved);
     --in_slots_;
     return;  // no shrinking under a walk
   }
@@ -167,6 +167,8 @@ void BlockTable::make_room_to_retire() {
 void BlockTable::retire(std::uint64_t key, const BlockInfo& info, std::int64_t born) noexcept {
   if (!seen(born, next_)) return;
   retired_.push_back({key, info, born, next_});
+  // A block the walk sees, which it may have read in its slot already and will read here.
+  if (walk_.phase != Phase::none && born <= walk_.stamp) walk_.doubled = true;
   if (retired_.size() >= prune_at_ && walk_.phase == Phase::none) prune();  // a walk reads it
 }
 
@@ -287,7 +289,10 @@ void BlockTable::clear() noexcept {
   }
   std::vector<Slot>().swap(slots_);
   std::unordered_map<std::uint64_t, Wide>().swap(beside_);
-  if (walk_.phase == Phase::slots) walk_.cursor = 0;  // what it saw in them is retired now
+  if (walk_.phase == Phase::slots) {
+    walk_.cursor = 0;  // what it saw in them is retired now, read or not
+    walk_.doubled = true;
+  }
   size_ = 0;
   in_slots_ = 0;
   bytes_ = 0;
@@ -346,7 +351,7 @@ void BlockTable::collect_live(std::vector<Entry>& out) const {
 bool BlockTable::begin_walk(Snapshot snapshot) {
   const std::size_t at = held(snapshot);
   if (at == held_.size()) return false;
-  walk_ = Walk{Phase::slots, retain(snapshot), held_[at].stamp, 0, {}, false};
+  walk_ = Walk{Phase::slots, retain(snapshot), held_[at].stamp, 0, {}, false, false};
   return true;
 }
 

@@ -89,12 +89,14 @@ class BlockTable {
   // from a slot not yet read to one already read is kept for the next step; a growth hands every
   // block not yet read to the next step at once. The blocks come out in no order, and a block
   // freed during the walk may come out twice (from its slot, then from the retired list): at one
-  // snapshot a key is one block, so sorting by key and keeping one of each gives the snapshot.
+  // snapshot a key is one block, so sorting by key and keeping one of each gives the snapshot
+  // (walk_doubled() after the last step: whether a block may have come out twice).
   // After the last step, walk_lost() says that there was no memory to keep a shifted block: the
   // caller then reads the snapshot whole (collect) before end_walk.
   bool begin_walk(Snapshot snapshot);
   bool walk_step(std::vector<Entry>& out, std::size_t slots);
   bool walk_lost() const noexcept { return walk_.lost; }
+  bool walk_doubled() const noexcept { return walk_.doubled; }
   Snapshot walked() const noexcept { return walk_.snapshot; }
   void end_walk() noexcept;
 
@@ -158,6 +160,7 @@ class BlockTable {
     std::size_t cursor = 0;    // the slots (then retired blocks) below it are read
     std::vector<Entry> moved;  // blocks it sees, shifted into slots already read
     bool lost = false;
+    bool doubled = false;
   };
   void keep_for_walk(const Slot& slot) noexcept;
 

@@ -143,14 +143,18 @@ RawSnapshot peak_of(Slot& slot) {
       r.table.end_walk();
     }
   } ending{r};
+  bool doubled = false;
   for (bool done = false; !done;) {
     const std::lock_guard lock(r.mutex);
     done = r.table.walk_step(snapshot.blocks, kWalkStep);
     if (done && r.table.walk_lost()) {
       snapshot.blocks.clear();  // a shifted block could not be kept: read it whole instead
       r.table.collect(r.table.walked(), snapshot.blocks);
+    } else if (done) {
+      doubled = r.table.walk_doubled();
     }
   }
+  if (!doubled) return snapshot;
   // A block freed during the walk may have been read twice; at one snapshot a key is one block.
   std::sort(snapshot.blocks.begin(), snapshot.blocks.end(),
             [](const BlockTable::Entry& a, const BlockTable::Entry& b) { return a.key < b.key; });
