@@ -85,8 +85,14 @@ class Builder {
     }
   }
 
+  // The lists with the most elements first.
   void read_element(const std::string& list, const std::string& where, const Json& value) {
-    if (list == "frames") {
+    if (list == "snapshots[].blocks") {
+      stacks_deferred_ = stacks_deferred_ || !stacks_done_;
+      blocks_.push_back(fields::read_block(Object(value, where + "."), stacks()));
+    } else if (list == "timeline[].steps") {
+      steps_.push_back(fields::read_step(value, where, steps_));
+    } else if (list == "frames") {
       document_.frames.push_back(fields::read_frame(Object(value, where + ".")));
     } else if (list == "stacks") {
       // Frames not all read yet (a document in another order than gpumem writes): their
@@ -95,9 +101,6 @@ class Builder {
       document_.stacks.push_back(fields::read_stack(
           value, where,
           frames_done_ ? std::optional<std::size_t>(document_.frames.size()) : std::nullopt));
-    } else if (list == "snapshots[].blocks") {
-      stacks_deferred_ = stacks_deferred_ || !stacks_done_;
-      blocks_.push_back(fields::read_block(Object(value, where + "."), stacks()));
     } else if (list == "snapshots") {
       stacks_deferred_ = stacks_deferred_ || !stacks_done_;
       std::vector<Block>* blocks = blocks_streamed_ ? &blocks_ : nullptr;
@@ -105,8 +108,6 @@ class Builder {
       document_.snapshots.push_back(
           fields::read_snapshot(Object(value, where + "."), stacks(), document_.warnings, blocks));
       blocks_.clear();
-    } else if (list == "timeline[].steps") {
-      steps_.push_back(fields::read_step(value, where, steps_));
     } else if (list == "timeline") {
       std::vector<Step>* steps = steps_streamed_ ? &steps_ : nullptr;
       steps_streamed_ = false;

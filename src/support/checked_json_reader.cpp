@@ -2,6 +2,7 @@
 // the format keeps, hands over the elements of the lists it streams as soon as each is complete,
 // and stops at the first error with the field's path.
 #include <algorithm>
+#include <charconv>
 #include <new>
 #include <unordered_set>
 
@@ -16,8 +17,9 @@ struct Level {
   bool whole = false;   // everything below is kept
   bool tracked = true;  // the pattern is known: not kept whole, or a streamed list is below
   bool streamed = false;
-  std::string key;        // an object's key being filled
-  std::size_t count = 0;  // an array's elements so far (the last one's index + 1)
+  signed char elements_tracked = -1;  // an array's, where it is kept whole: once known, 0 or 1
+  std::string key;                    // an object's key being filled
+  std::size_t count = 0;              // an array's elements so far (the last one's index + 1)
 };
 
 class Reader final : public nlohmann::json_sax<Json> {
@@ -88,11 +90,17 @@ class Reader final : public nlohmann::json_sax<Json> {
   // scalar is not counted in its list until it is complete).
   std::string path(bool element) const {
     std::string path;
+    path.reserve(64);
     for (std::size_t depth = 0; depth < levels_.size(); ++depth) {
       const Level& level = levels_[depth];
       if (level.value->is_array()) {
         const bool open = element || depth + 1 < levels_.size();
-        path += "[" + std::to_string(open ? level.count - 1 : level.count) + "]";
+        char digits[24];
+        const auto end =
+            std::to_chars(digits, digits + sizeof digits, open ? level.count - 1 : level.count);
+        path += '[';
+        path.append(digits, end.ptr);
+        path += ']';
       } else if (!level.key.empty()) {
         if (!path.empty()) path += '.';
         path += level.key;
@@ -117,9 +125,13 @@ class Reader final : public nlohmann::json_sax<Json> {
     Level& parent = levels_.back();
     const bool array = parent.value->is_array();
     if (array) ++parent.count;
-    if (!parent.tracked) {
+    if (!parent.tracked || (parent.whole && !container)) {
       child.whole = true;
       child.tracked = false;
+    } else if (array && parent.whole && parent.elements_tracked >= 0) {
+      child.whole = true;
+      child.tracked = parent.elements_tracked == 1;
+      if (child.tracked) child.pattern = parent.pattern + "[]";
     } else {
       // Built in a string kept from value to value: no allocation per value.
       scratch_.assign(parent.pattern);
@@ -139,6 +151,7 @@ class Reader final : public nlohmann::json_sax<Json> {
       }
       child.tracked = !child.whole || above_streamed_.count(scratch_) != 0;
       if (container && child.tracked) child.pattern = scratch_;
+      if (array && parent.whole) parent.elements_tracked = child.tracked ? 1 : 0;
     }
     if (array) {
       auto& list = parent.value->get_ref<Json::array_t&>();
