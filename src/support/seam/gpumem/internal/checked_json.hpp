@@ -127,7 +127,7 @@ struct Shape {
   std::function<void(const std::string& list, const std::string& where, const Json& element)>
       element;
   std::function<void(const std::string& list)> restart;
-  // Called with a kept root field's name once its value is complete (may be empty).
+  // If set, called with each kept root field's name (but "schema") once its value is complete.
   std::function<void(const std::string& name)> field_done;
   // Whether a root field named twice is an error ("the document: \"frames\" appears twice")
   // rather than read again.
