@@ -104,11 +104,16 @@ void BlockTable::resize(std::size_t slots) {
   std::vector<Slot> old(slots);
   if (walk_.phase == Phase::slots) {
     // Every slot moves: the walk takes the blocks it has not read yet now, and has read them all.
-    for (std::size_t i = walk_.cursor; i < slots_.size(); ++i) {
-      const Slot& slot = slots_[i];
-      if (slot.key != 0 && slot.time_ns <= walk_.stamp) {
-        walk_.moved.push_back({unpack_key(slot.key & kPackedMask), unpack(slot)});
+    try {
+      for (std::size_t i = walk_.cursor; i < slots_.size(); ++i) {
+        const Slot& slot = slots_[i];
+        if (slot.key != 0 && slot.time_ns <= walk_.stamp) {
+          walk_.moved.push_back({unpack_key(slot.key & kPackedMask), unpack(slot)});
+        }
       }
+    } catch (...) {
+      walk_.doubled = true;  // the table stays; what was handed over is read again in its slot
+      throw;
     }
     walk_.cursor = slots;
   }
@@ -289,10 +294,8 @@ void BlockTable::clear() noexcept {
   }
   std::vector<Slot>().swap(slots_);
   std::unordered_map<std::uint64_t, Wide>().swap(beside_);
-  if (walk_.phase == Phase::slots) {
-    walk_.cursor = 0;  // what it saw in them is retired now, read or not
-    walk_.doubled = true;
-  }
+  if (walk_.phase == Phase::slots) walk_.cursor = 0;
+  if (walk_.phase != Phase::none) walk_.doubled = true;  // what it read in them is retired now
   size_ = 0;
   in_slots_ = 0;
   bytes_ = 0;

@@ -360,4 +360,26 @@ TEST(BlockTable, ASnapshotReadInStepsWhileTheTableChangesIsTheSnapshot) {
   }
 }
 
+// Blocks read in their slots, then cleared while the walk reads the retired list: read twice, and
+// the walk says so (the recorder then keeps one of each).
+TEST(BlockTable, AWalkThatMayReadABlockTwiceSaysSo) {
+  BlockTable table;
+  for (std::uint64_t key = 1; key <= 8; ++key) table.insert(key << 9, {key, 1, 0, 0});
+  const Snapshot snapshot = table.share();
+  ASSERT_TRUE(table.begin_walk(snapshot));
+  std::vector<BlockTable::Entry> entries;
+  EXPECT_FALSE(table.walk_step(entries, 16));  // every slot (16 of them): the retired list next
+  EXPECT_EQ(entries.size(), 8u);
+  EXPECT_FALSE(table.walk_doubled());
+  table.clear();
+  while (!table.walk_step(entries, 16)) {
+  }
+  EXPECT_TRUE(table.walk_doubled());
+  EXPECT_EQ(entries.size(), 16u);
+  EXPECT_EQ(walked(entries).size(), 8u);
+  table.end_walk();
+  table.release(snapshot);
+  EXPECT_EQ(table.retired(), 0u);
+}
+
 }  // namespace
