@@ -87,7 +87,7 @@ class AddressMap {
     std::size_t locate(std::uint64_t key) const noexcept;  // its slot, or kNone
     std::uint64_t block_at(std::size_t slot) const noexcept { return slots_[slot].block; }
     bool try_clear(std::size_t slot) noexcept;
-    // The whole of each.
+    // The whole of each: growing first, or shifting the cluster back and shrinking after.
     void insert(std::uint64_t key, std::uint64_t packed);
     void remove(std::size_t slot) noexcept;
     std::optional<std::uint64_t> erase(std::uint64_t key) noexcept;
