@@ -196,34 +196,17 @@ void BM_BlockTableChurn(benchmark::State& state) {
     key = addresses.next();
     table.insert(key, {4096, 0, 1, 0});
   }
-  bench::RandomAccessFloor floor(table.memory_bytes());
-  std::vector<std::uint64_t> floor_keys = keys;
-  bench::AddressStream floor_addresses;
-  std::uint64_t pick = 88172645463325252ull;
-  auto next_index = [&pick, live] {
-    pick ^= pick << 13;
-    pick ^= pick >> 7;
-    pick ^= pick << 17;
-    return static_cast<std::size_t>(pick % live);
-  };
+  bench::IndexPicker picks(live);
+  bench::ChurnFloor floor(table.memory_bytes(), keys, picks);
   const std::int64_t events = std::max<std::int64_t>(100'000, static_cast<std::int64_t>(live));
   std::uint64_t sink = 0;
   const attribution::Snapshot peak = table.share();
   for (auto _ : state) {
     const bench::RoundFigures figures = bench::paired_rounds(
-        9, events,
+        9, events, [&](std::int64_t count) { sink += floor(count); },
         [&](std::int64_t count) {
           for (std::int64_t i = 0; i < count; i += 2) {
-            std::uint64_t& key = floor_keys[next_index()];
-            floor.touch(key);
-            key = floor_addresses.next();
-            floor.touch(key);
-          }
-          sink += floor.sum();
-        },
-        [&](std::int64_t count) {
-          for (std::int64_t i = 0; i < count; i += 2) {
-            std::uint64_t& key = keys[next_index()];
+            std::uint64_t& key = keys[picks.next()];
             sink += table.erase(key) ? 1 : 0;
             key = addresses.next();
             table.insert(key, {4096, 0, 1, 0});
@@ -271,34 +254,17 @@ void BM_AttributionChurn(benchmark::State& state) {
     peak::attribution::record(*channel, 0, 4096, &event);
   }
   // The table's slots are 32 bytes at 3/8 to 3/4 full: the floor covers as much memory.
-  bench::RandomAccessFloor floor(live * 32 * 2);
-  std::vector<std::uint64_t> floor_keys = keys;
-  bench::AddressStream floor_addresses;
-  std::uint64_t pick = 88172645463325252ull;
-  auto next_index = [&pick, live] {
-    pick ^= pick << 13;
-    pick ^= pick >> 7;
-    pick ^= pick << 17;
-    return static_cast<std::size_t>(pick % live);
-  };
+  bench::IndexPicker picks(live);
+  bench::ChurnFloor floor(live * 32 * 2, keys, picks);
   const std::int64_t events = std::max<std::int64_t>(100'000, static_cast<std::int64_t>(live));
   std::uint64_t sink = 0;
   for (auto _ : state) {
     const bench::RoundFigures figures = bench::paired_rounds(
-        9, events,
-        [&](std::int64_t count) {
-          for (std::int64_t i = 0; i < count; i += 2) {
-            std::uint64_t& key = floor_keys[next_index()];
-            floor.touch(key);
-            key = floor_addresses.next();
-            floor.touch(key);
-          }
-          sink += floor.sum();
-        },
+        9, events, [&](std::int64_t count) { sink += floor(count); },
         [&](std::int64_t count) {
           peak::attribution::BlockEvent churn = event;
           for (std::int64_t i = 0; i < count; i += 2) {
-            std::uint64_t& key = keys[next_index()];
+            std::uint64_t& key = keys[picks.next()];
             churn.key = key;
             churn.allocation = false;
             peak::attribution::record(*channel, 0, -4096, &churn);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <ctime>
+#include <utility>
 #include <vector>
 
 namespace gpumem::bench {
@@ -90,6 +91,48 @@ class RandomAccessFloor {
     std::uint64_t value = 0;
   };
   std::vector<Slot> slots_;
+};
+
+// Random indices into `live` blocks (xorshift64): one sequence shared by a churn and its floor,
+// so that both replace the same blocks.
+class IndexPicker {
+ public:
+  explicit IndexPicker(std::size_t live) : live_(live) {}
+  std::size_t next() noexcept {
+    pick_ ^= pick_ << 13;
+    pick_ ^= pick_ >> 7;
+    pick_ ^= pick_ << 17;
+    return static_cast<std::size_t>(pick_ % live_);
+  }
+
+ private:
+  std::uint64_t pick_ = 88172645463325252ull;
+  std::size_t live_;
+};
+
+// The floor of a churn of the live blocks `keys` in a table of `bytes`: per pair of events, the
+// subject's key bookkeeping (a random live key replaced by a new address), each key touched in a
+// RandomAccessFloor as large as the table.
+class ChurnFloor {
+ public:
+  ChurnFloor(std::size_t bytes, std::vector<std::uint64_t> keys, IndexPicker& picks)
+      : floor_(bytes), keys_(std::move(keys)), picks_(picks) {}
+  // `count` events; a value for the caller to keep from the optimiser.
+  std::uint64_t operator()(std::int64_t count) noexcept {
+    for (std::int64_t i = 0; i < count; i += 2) {
+      std::uint64_t& key = keys_[picks_.next()];
+      floor_.touch(key);
+      key = addresses_.next();
+      floor_.touch(key);
+    }
+    return floor_.sum();
+  }
+
+ private:
+  RandomAccessFloor floor_;
+  std::vector<std::uint64_t> keys_;
+  AddressStream addresses_;
+  IndexPicker& picks_;
 };
 
 }  // namespace gpumem::bench

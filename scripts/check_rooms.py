@@ -115,7 +115,7 @@ ROOM_SEAMS = {
     "exact_source.hpp",  # the exact source's subscription, for the measured process
     "process_list.hpp",  # NVML's processes of a device, a failed reading told from an empty one
     "run_attribution.hpp",  # the attribution slots of a measured process
-    "run_counters.hpp",  # the counters file (map_run_counters alone exported: one_engine_test)
+    "run_counters.hpp",  # the counters file: the engine and the measured processes
     "shared_library.hpp",  # dlopen with an override: the driver and attribution rooms
 }
 GENERATED_PUBLIC = {"version.hpp"}  # in the build tree, not include/gpumem

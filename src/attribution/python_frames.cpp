@@ -27,48 +27,36 @@ constexpr Layout kPython311{
     .compact_utf8 = 56,
 };
 
-// CPython 3.12 (LP64), from the same headers of 3.12; the cframe's current frame first, the
-// entry frames' shims (owned by the C stack) left out, str without its wstr pointer.
-constexpr Layout kPython312{
-    .version = 0x030C,
-    .thread_cframe = 56,
-    .cframe_current = 0,
-    .frame_code = 0,
-    .frame_previous = 8,
-    .frame_instruction = 56,
-    .frame_owner = 70,
-    .owned_by_generator = 1,
-    .owned_by_c_stack = 3,
-    .code_filename = 112,
-    .code_name = 120,
-    .code_first_traceable = 176,
-    .code_instructions = 192,
-    .text_state = 32,
-    .ascii_size = 40,
-    .compact_utf8 = 48,
-};
+// CPython 3.12 (LP64), from the same headers of 3.12: what moved since 3.11. The cframe's
+// current frame first, the entry frames' shims (owned by the C stack) left out, str without its
+// wstr pointer.
+constexpr Layout kPython312 = [] {
+  Layout layout = kPython311;
+  layout.version = 0x030C;
+  layout.cframe_current = 0;
+  layout.frame_code = 0;
+  layout.frame_previous = 8;
+  layout.frame_owner = 70;
+  layout.owned_by_c_stack = 3;
+  layout.code_first_traceable = 176;
+  layout.code_instructions = 192;
+  layout.ascii_size = 40;
+  layout.compact_utf8 = 48;
+  return layout;
+}();
 
-// CPython 3.13 (LP64, the build with the GIL), from the same headers of 3.13: the thread state
-// holds its current frame, a frame its code object (f_executable) and next instruction.
-constexpr Layout kPython313{
-    .version = 0x030D,
-    .thread_cframe = 72,
-    .frame_in_thread = true,
-    .cframe_current = 0,
-    .frame_code = 0,
-    .frame_previous = 8,
-    .frame_instruction = 56,
-    .frame_owner = 70,
-    .owned_by_generator = 1,
-    .owned_by_c_stack = 3,
-    .code_filename = 112,
-    .code_name = 120,
-    .code_first_traceable = 184,
-    .code_instructions = 200,
-    .text_state = 32,
-    .ascii_size = 40,
-    .compact_utf8 = 48,
-};
+// CPython 3.13 (LP64, the build with the GIL), from the same headers of 3.13: what moved since
+// 3.12. The thread state holds its current frame, a frame its code object (f_executable) and next
+// instruction.
+constexpr Layout kPython313 = [] {
+  Layout layout = kPython312;
+  layout.version = 0x030D;
+  layout.thread_cframe = 72;
+  layout.frame_in_thread = true;
+  layout.code_first_traceable = 184;
+  layout.code_instructions = 200;
+  return layout;
+}();
 
 template <class T>
 T read(const void* base, std::size_t offset) noexcept {

@@ -58,21 +58,22 @@ void Channel::place(const Home* home, bool carry_level, bool locked) noexcept {
   level_.store(target, std::memory_order_release);
 }
 
-void Channel::attach(CounterSlot& slot) {
-  const std::lock_guard lock(control_);
+void Channel::start(CounterSlot& slot) {
   const std::int64_t current = checkpoint();
   slot.start_level = current;
   slot.folded_peak = current;
   slot.start_epoch = epoch_;
+}
+
+void Channel::attach(CounterSlot& slot) {
+  const std::lock_guard lock(control_);
+  start(slot);
   live_.push_back(&slot);
 }
 
 void Channel::restart(CounterSlot& slot) {
   const std::lock_guard lock(control_);
-  const std::int64_t current = checkpoint();
-  slot.start_level = current;
-  slot.folded_peak = current;
-  slot.start_epoch = epoch_;
+  start(slot);
 }
 
 void Channel::detach(CounterSlot& slot) {

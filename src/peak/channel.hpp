@@ -165,6 +165,8 @@ class alignas(64) Channel {
   // Ends the epoch: folds its peak into every live counter and starts a new one at the current
   // level, which it returns. Requires control_.
   std::int64_t checkpoint();
+  // Starts `slot` at the current level, in a new epoch. Requires control_.
+  void start(CounterSlot& slot);
   std::atomic<std::uint64_t>& word() const noexcept {
     return *level_.load(std::memory_order_acquire);
   }

@@ -252,8 +252,8 @@ std::optional<RunDocument> run_read_document(const std::string& path, std::strin
     if (list == "ranks") run.ranks.clear();
     if (list == "budgets") run.budgets.clear();
   };
-  shape.element = [&](const std::string& list, std::size_t index, const cj::Json& element) {
-    const cj::Object object(element, list + "[" + std::to_string(index) + "].");
+  shape.element = [&](const std::string& list, const std::string& where, const cj::Json& element) {
+    const cj::Object object(element, where + ".");
     if (list == "devices") run.devices.push_back(run_read_device(object));
     if (list == "processes") run.processes.push_back(run_read_process(object));
     if (list == "ranks") run.ranks.push_back(run_read_rank(object));

@@ -176,8 +176,8 @@ std::optional<JobReport> report_read_document(const std::string& path, std::stri
       references.top_ranks.clear();
     }
   };
-  shape.element = [&](const std::string& list, std::size_t index, const rj::Json& element) {
-    const rj::Object object(element, list + "[" + std::to_string(index) + "].");
+  shape.element = [&](const std::string& list, const std::string& where, const rj::Json& element) {
+    const rj::Object object(element, where + ".");
     if (list == "inputs") report.inputs.push_back(report_read_input(object));
     if (list == "ranks") report.ranks.push_back(report_read_rank(object));
     if (list == "devices") {

@@ -2,6 +2,7 @@
 // the format keeps, hands over the elements of the lists it streams as soon as each is complete,
 // and stops at the first error with the field's path.
 #include <algorithm>
+#include <charconv>
 #include <new>
 #include <unordered_set>
 
@@ -12,18 +13,28 @@ namespace {
 
 struct Level {
   Json* value = nullptr;
-  std::string pattern;  // "devices[].uuid"
-  std::string path;     // "devices[3].uuid"
+  std::string pattern;  // "devices[].uuid", when `tracked`
   bool whole = false;   // everything below is kept
+  bool tracked = true;  // the pattern is known: not kept whole, or a streamed list is below
   bool streamed = false;
-  std::string key;        // an object's key being filled
-  std::size_t count = 0;  // an array's elements so far
+  signed char elements_tracked = -1;  // an array's, where it is kept whole: once known, 0 or 1
+  std::string key;                    // an object's key being filled
+  std::size_t count = 0;              // an array's elements so far (the last one's index + 1)
 };
 
 class Reader final : public nlohmann::json_sax<Json> {
  public:
   Reader(const Shape& shape, const Caps& caps, const BoundedSource& source)
-      : shape_(shape), caps_(caps), source_(source) {}
+      : shape_(shape), caps_(caps), source_(source) {
+    // The streamed lists and every value above one: their patterns are followed in a value kept
+    // whole.
+    for (const std::string& list : shape_.streamed) {
+      above_streamed_.insert(list);
+      for (std::size_t at = 1; at < list.size(); ++at) {
+        if (list[at] == '.' || list[at] == '[') above_streamed_.insert(list.substr(0, at));
+      }
+    }
+  }
 
   bool null() override { return scalar(nullptr); }
   bool boolean(bool value) override { return scalar(value); }
@@ -40,7 +51,11 @@ class Reader final : public nlohmann::json_sax<Json> {
   bool end_array() override { return close(); }
 
   bool key(string_t& name) override {
-    if (skipping_ == 0) levels_.back().key = std::move(name);
+    if (skipping_ > 0) return true;
+    // One name twice would keep the last value in a tree and both lists in a stream.
+    if (shape_.root_fields_once && levels_.size() == 1 && !root_fields_.insert(name).second)
+      return fail_field("the document: \"" + name + "\" appears twice");
+    levels_.back().key = std::move(name);
     return true;
   }
 
@@ -48,6 +63,7 @@ class Reader final : public nlohmann::json_sax<Json> {
                    const nlohmann::detail::exception& error) override {
     syntax_error_ = true;
     syntax_position_ = source_.position();
+    // A number no type holds (1e999) is out_of_range, not a parse_error: said in words.
     if (dynamic_cast<const Json::parse_error*>(&error) == nullptr) syntax_what_ = error.what();
     return false;
   }
@@ -55,7 +71,7 @@ class Reader final : public nlohmann::json_sax<Json> {
   std::optional<Json> finish(std::uint64_t size, std::string* error_out) {
     std::string why = error_;
     if (why.empty() && source_.overflowed())
-      why = where_now() + ": a string or number over " + size_words(caps_.token_bytes) +
+      why = path(false) + ": a string or number over " + size_words(caps_.token_bytes) +
             " (at byte " + std::to_string(source_.overflow_position()) + ")";
     if (why.empty() && syntax_error_)
       why = syntax_error(syntax_position_, size, any_value_, syntax_what_);
@@ -69,14 +85,28 @@ class Reader final : public nlohmann::json_sax<Json> {
   }
 
  private:
-  // The path of the container the parser is in, as an error names it.
-  std::string where_now() const {
-    if (levels_.empty()) return "the document";
-    const Level& level = levels_.back();
-    if (level.value != nullptr && level.value->is_array())
-      return level.path + "[" + std::to_string(level.count) + "]";
-    if (!level.key.empty()) return level.path.empty() ? level.key : level.path + "." + level.key;
-    return level.path.empty() ? "the document" : level.path;
+  // The path of the value the parser is in, as an error names it ("snapshots[2].blocks[7]"): of
+  // the last element of the innermost list when `element`, else of the value being read (a
+  // scalar is not counted in its list until it is complete).
+  std::string path(bool element) const {
+    std::string path;
+    path.reserve(64);
+    for (std::size_t depth = 0; depth < levels_.size(); ++depth) {
+      const Level& level = levels_[depth];
+      if (level.value->is_array()) {
+        const bool open = element || depth + 1 < levels_.size();
+        char digits[24];
+        const auto end =
+            std::to_chars(digits, digits + sizeof digits, open ? level.count - 1 : level.count);
+        path += '[';
+        path.append(digits, end.ptr);
+        path += ']';
+      } else if (!level.key.empty()) {
+        if (!path.empty()) path += '.';
+        path += level.key;
+      }
+    }
+    return path.empty() ? "the document" : path;
   }
 
   bool listed(const std::vector<std::string>& list, const std::string& pattern) const {
@@ -88,16 +118,20 @@ class Reader final : public nlohmann::json_sax<Json> {
     return false;
   }
 
-  // Where a new value goes (nullptr: it is not kept), with its pattern and, for a container, its
-  // path (a scalar's is only ever named by the element that holds it).
+  // Where a new value goes (nullptr: it is not kept), with, for a container, its pattern where
+  // it is followed.
   Json* place(Json&& value, Level& child, bool container) {
     any_value_ = true;
     Level& parent = levels_.back();
     const bool array = parent.value->is_array();
-    const std::size_t index = parent.count;
     if (array) ++parent.count;
-    if (parent.whole) {
+    if (!parent.tracked || (parent.whole && !container)) {
       child.whole = true;
+      child.tracked = false;
+    } else if (array && parent.whole && parent.elements_tracked >= 0) {
+      child.whole = true;
+      child.tracked = parent.elements_tracked == 1;
+      if (child.tracked) child.pattern = parent.pattern + "[]";
     } else {
       // Built in a string kept from value to value: no allocation per value.
       scratch_.assign(parent.pattern);
@@ -107,15 +141,17 @@ class Reader final : public nlohmann::json_sax<Json> {
         if (!scratch_.empty()) scratch_ += '.';
         scratch_ += parent.key;
       }
-      const bool kept =
-          shape_.kept->keeps(scratch_) || (levels_.size() == 1 && parent.key == "schema");
-      if (!kept) return nullptr;
-      child.whole = !shape_.kept->lists_below(scratch_);
-      if (container) child.pattern = scratch_;
-    }
-    if (container) {
-      child.path = array ? parent.path + "[" + std::to_string(index) + "]"
-                         : (parent.path.empty() ? parent.key : parent.path + "." + parent.key);
+      if (parent.whole) {
+        child.whole = true;
+      } else {
+        const bool kept =
+            shape_.kept->keeps(scratch_) || (levels_.size() == 1 && parent.key == "schema");
+        if (!kept) return nullptr;
+        child.whole = !shape_.kept->lists_below(scratch_);
+      }
+      child.tracked = !child.whole || above_streamed_.count(scratch_) != 0;
+      if (container && child.tracked) child.pattern = scratch_;
+      if (array && parent.whole) parent.elements_tracked = child.tracked ? 1 : 0;
     }
     if (array) {
       auto& list = parent.value->get_ref<Json::array_t&>();
@@ -150,6 +186,7 @@ class Reader final : public nlohmann::json_sax<Json> {
       root_ = Json::object();
       Level root;
       root.value = &root_;
+      root.whole = shape_.kept == nullptr;
       levels_.push_back(std::move(root));
       return true;
     }
@@ -160,10 +197,8 @@ class Reader final : public nlohmann::json_sax<Json> {
       return true;
     }
     child.value = placed;
-    if (levels_.size() == 1 && type == Json::value_t::array &&
-        listed(shape_.streamed, child.pattern)) {
+    if (type == Json::value_t::array && child.tracked && listed(shape_.streamed, child.pattern)) {
       child.streamed = true;
-      child.whole = false;
       if (shape_.restart) shape_.restart(child.pattern);
     }
     levels_.push_back(std::move(child));
@@ -181,26 +216,32 @@ class Reader final : public nlohmann::json_sax<Json> {
     return completed(*child.value);
   }
 
-  // `value` (at `child`'s path) is complete.
+  // `value`, the last one placed in the innermost level, is complete.
   bool completed(Json& value) {
     Level& parent = levels_.back();
-    if (levels_.size() == 1 && parent.key == "schema" && !parent.value->is_array())
-      return check_schema(value);
+    if (levels_.size() == 1) {
+      if (parent.key == "schema") return check_schema(value);
+      if (shape_.field_done) shape_.field_done(parent.key);
+      return true;
+    }
     if (!parent.streamed) return true;
+    // A field error held until the schema says what the document is: the rest is not read.
     if (held_.empty()) {
+      const std::string where = path(true);
       try {
-        shape_.element(parent.pattern, parent.count - 1, value);
+        shape_.element(parent.pattern, where, value);
       } catch (const BadField& bad) {
         if (!fail_field(bad.what())) return false;
       } catch (const Json::exception& bad) {
-        if (!fail_field(parent.path + "[" + std::to_string(parent.count - 1) + "]: " + bad.what()))
-          return false;
+        if (!fail_field(where + ": " + bad.what())) return false;
       }
     }
     parent.value->get_ref<Json::array_t&>().pop_back();
     return true;
   }
 
+  // A field error stops the reading once the schema is known to be this format's; before, it is
+  // held (the schema's own error comes first).
   bool fail_field(const std::string& why) {
     if (schema_checked_) {
       error_ = why;
@@ -224,13 +265,15 @@ class Reader final : public nlohmann::json_sax<Json> {
   const Shape& shape_;
   const Caps& caps_;
   const BoundedSource& source_;
+  std::unordered_set<std::string> above_streamed_;
   std::string scratch_;  // a value's pattern, being checked
   Json root_;
   std::vector<Level> levels_;
-  std::size_t skipping_ = 0;  // depth inside a value not kept
+  std::unordered_set<std::string> root_fields_;  // with `root_fields_once`
+  std::size_t skipping_ = 0;                     // depth inside a value not kept
   bool schema_checked_ = false;
-  std::string held_;
-  std::string error_;
+  std::string held_;   // a field error before the schema was known
+  std::string error_;  // the error that stopped the reading
   bool any_value_ = false;
   bool syntax_error_ = false;
   std::uint64_t syntax_position_ = 0;

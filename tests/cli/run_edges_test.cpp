@@ -17,15 +17,13 @@
 
 #include "cli/command_runner.hpp"
 #include "gpumem/internal/run_counters.hpp"
+#include "support/sim_configs.hpp"
 #include "support/sim_gpu.hpp"
 
 namespace gpumem::testing {
 namespace {
 
 constexpr std::int64_t kMiB = std::int64_t{1} << 20;
-
-constexpr const char* kContext500 =
-    R"({"devices": [{"name": "NVIDIA H200", "total_mib": 143771, "context_mib": 500}]})";
 
 struct Edge {
   CommandResult result;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/command_runner.hpp"
+#include "support/sim_configs.hpp"
 #include "support/sim_gpu.hpp"
 
 // A namespace of its own: the unity build puts this file beside run_edges_test.cpp.
@@ -22,9 +23,6 @@ namespace gpumem::testing::overlap {
 namespace {
 
 constexpr std::int64_t kMiB = std::int64_t{1} << 20;
-
-constexpr const char* kContext500 =
-    R"({"devices": [{"name": "NVIDIA H200", "total_mib": 143771, "context_mib": 500}]})";
 
 struct Overlap {
   CommandResult result;

@@ -48,9 +48,6 @@ SEAMS = {
     "gpumem::procfs::process_ids",
     "gpumem::procfs::own_name",
     "gpumem::run::join_run",
-    # the one function of the counters file exported (run_counters.hpp is a seam between rooms):
-    # tests/package/one_engine_test.cpp maps the counters through libgpumem.so
-    "gpumem::run::map_run_counters",
     # gpumem run's engine (gpumem/internal/run_engine.hpp, run_result.hpp, run_timeline.hpp,
     # run_rank.hpp), and the implicit members of the result's structs
     "gpumem::run::Engine::Engine",
@@ -108,8 +105,6 @@ SEAMS = {
 }
 # Seams' functions exported though no caller given calls them, each with why.
 UNCALLED = {
-    # tests/package/one_engine_test.cpp maps the counters through libgpumem.so, as a program does.
-    "gpumem::run::map_run_counters",
     # gpumem run's result and ranks: the run document is moving into the library (issue 34 item
     # 1), which reshapes what the command calls of them; hide what stays uncalled then.
     "gpumem::run::temporary_folder",

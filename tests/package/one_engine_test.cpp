@@ -5,8 +5,10 @@
 // cuptiSubscribe answers MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED), so with an engine each, whichever
 // subscribed second would fall back to sampling; and a counter of one must see what another
 // allocates.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <pybind11/embed.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -16,6 +18,7 @@
 
 #include "gpumem/gpumem.hpp"
 #include "gpumem/internal/run_counters.hpp"
+#include "gpumem/internal/run_engine.hpp"
 
 namespace py = pybind11;
 
@@ -25,6 +28,17 @@ constexpr std::int64_t kAllocation = std::int64_t{96} << 20;
 
 void set(const char* name, const std::string& value) {
   ::setenv(name, value.c_str(), 1);
+}
+
+// The counters file the engine created (named by its /proc path), mapped again for reading, as a
+// second process of the run would see it; nullptr if it cannot be.
+const gpumem::run::RunCounters* map_counters(const char* path) {
+  if (path == nullptr) return nullptr;
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  void* memory = ::mmap(nullptr, sizeof(gpumem::run::RunCounters), PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  return memory == MAP_FAILED ? nullptr : static_cast<const gpumem::run::RunCounters*>(memory);
 }
 
 }  // namespace
@@ -39,13 +53,18 @@ TEST(OneEngine, CppPythonAndTheInjectionLibraryShareOneSubscriptionAndOneSetOfCo
   set("GPUMEM_SIM_STATE", (work / "sim.state").string());
   set("GPUMEM_SIM_CONFIG", R"({"devices":[{"name":"NVIDIA H200","total_mib":143771}]})");
 
-  // As `gpumem run` does: counters shared with the injection library, which the driver loads.
+  // As `gpumem run` does, with its engine: counters shared with the injection library, which the
+  // driver loads, named in the environment the engine gives the command.
+  gpumem::run::Engine engine({}, /*keep_timeline=*/false);
   std::string error;
-  gpumem::run::RunCounters* counters =
-      gpumem::run::map_run_counters((work / "run.counters").string(), /*create=*/true, &error);
-  ASSERT_NE(counters, nullptr) << error;
-  set(gpumem::run::kCountersVariable, (work / "run.counters").string());
-  set("CUDA_INJECTION64_PATH", GPUMEM_INJECT_LIBRARY);
+  ASSERT_TRUE(engine.count_exactly(GPUMEM_INJECT_LIBRARY, &error)) << error;
+  for (const std::string& entry : engine.child_environment(nullptr)) {
+    const std::size_t equals = entry.find('=');
+    set(entry.substr(0, equals).c_str(), entry.substr(equals + 1));
+  }
+  const gpumem::run::RunCounters* counters =
+      map_counters(std::getenv(gpumem::run::kCountersVariable));
+  ASSERT_NE(counters, nullptr);
 
   // cuInit: the driver loads the injection library, which subscribes to CUPTI first.
   ASSERT_TRUE(gpumem::preload());

@@ -30,10 +30,10 @@ Shape test_shape(Seen& seen) {
   static const Kept kept{"name", "items", "items[]", "items[].size", "tags"};
   shape.kept = &kept;
   shape.streamed = {"items"};
-  shape.element = [&seen](const std::string& list, std::size_t index, const Json& element) {
-    const Object object(element, list + "[" + std::to_string(index) + "].");
-    seen.elements.push_back(list + "[" + std::to_string(index) +
-                            "]=" + std::to_string(object.byte_count("size")));
+  shape.element = [&seen](const std::string& /*list*/, const std::string& where,
+                          const Json& element) {
+    const Object object(element, where + ".");
+    seen.elements.push_back(where + "=" + std::to_string(object.byte_count("size")));
   };
   shape.restart = [&seen](const std::string& list) { seen.restarts.push_back(list); };
   return shape;
@@ -67,6 +67,72 @@ TEST(CheckedJson, AListNamedTwiceIsReadAgainFromItsStart) {
       << error;
   EXPECT_EQ(seen.restarts, (std::vector<std::string>{"items", "items"}));
   EXPECT_EQ(seen.elements.back(), "items[0]=2");
+}
+
+// A format that keeps everything (no Kept) and streams lists inside the elements of a streamed
+// list, as the attribution document does with each snapshot's blocks.
+Shape whole_shape(Seen& seen) {
+  Shape shape;
+  shape.what = "a test document";
+  shape.check_schema = [](const Json& schema) -> std::string {
+    return schema == "test/1" ? "" : "no schema";
+  };
+  shape.streamed = {"items", "items[].parts"};
+  shape.element = [&seen](const std::string& list, const std::string& where, const Json& element) {
+    seen.elements.push_back(list + " " + where + "=" + element.dump());
+  };
+  shape.restart = [&seen](const std::string& list) { seen.restarts.push_back(list); };
+  shape.field_done = [&seen](const std::string& name) { seen.restarts.push_back("done " + name); };
+  shape.root_fields_once = true;
+  return shape;
+}
+
+TEST(CheckedJson, ListsInsideAStreamedElementAreStreamedAndEverythingElseKeptWhole) {
+  Seen seen;
+  std::string error;
+  const std::optional<Json> root =
+      read_text(R"({"schema":"test/1","other":{"x":[1,{"parts":[9]}]},)"
+                R"("items":[{"n":1,"parts":[{"p":2},3],"more":[4]},{"parts":[]}]})",
+                "doc.json", whole_shape(seen), {}, &error);
+  ASSERT_TRUE(root) << error;
+  // Kept whole: a list named "parts" that is not in an element of "items" is not streamed.
+  EXPECT_EQ(root->dump(), R"({"items":[],"other":{"x":[1,{"parts":[9]}]},"schema":"test/1"})");
+  EXPECT_EQ(seen.elements, (std::vector<std::string>{
+                               R"(items[].parts items[0].parts[0]={"p":2})",
+                               R"(items[].parts items[0].parts[1]=3)",
+                               R"(items items[0]={"more":[4],"n":1,"parts":[]})",
+                               R"(items items[1]={"parts":[]})",
+                           }));
+  EXPECT_EQ(seen.restarts, (std::vector<std::string>{"done other", "items", "items[].parts",
+                                                     "items[].parts", "done items"}));
+}
+
+TEST(CheckedJson, ARootFieldNamedTwiceIsAnErrorWhereTheFormatSaysSo) {
+  Seen seen;
+  std::string error;
+  EXPECT_FALSE(read_text(R"({"schema":"test/1","items":[],"items":[]})", "doc.json",
+                         whole_shape(seen), {}, &error));
+  EXPECT_EQ(error, "doc.json: the document: \"items\" appears twice");
+  // Held until the schema is known, as any field error.
+  EXPECT_FALSE(
+      read_text(R"({"a":1,"a":2,"schema":"other"})", "doc.json", whole_shape(seen), {}, &error));
+  EXPECT_EQ(error, "doc.json: no schema");
+}
+
+TEST(CheckedJson, AnErrorInsideANestedStreamedListNamesItsPath) {
+  Seen seen;
+  Shape shape = whole_shape(seen);
+  shape.element = [](const std::string& /*list*/, const std::string& where, const Json& element) {
+    if (element.is_number()) Object(element, where + ".");
+  };
+  std::string error;
+  EXPECT_FALSE(read_text(R"({"schema":"test/1","items":[{"parts":[]},{"parts":[{},7]}]})",
+                         "doc.json", shape, {}, &error));
+  EXPECT_EQ(error, "doc.json: items[1].parts[1]: expected an object, found 7");
+  const Caps caps{1 << 20, 8};
+  EXPECT_FALSE(read_text(R"({"schema":"test/1","items":[{"parts":[{},"abcdefghijkl"]}]})",
+                         "doc.json", shape, caps, &error));
+  EXPECT_EQ(error, "doc.json: items[0].parts[1]: a string or number over 8 bytes (at byte 51)");
 }
 
 TEST(CheckedJson, FieldErrorsNameTheirPath) {

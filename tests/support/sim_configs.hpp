@@ -1,6 +1,6 @@
-// Device configurations for the tests of driver loading, identity and the queries, beside
-// support/sim_gpu.hpp's kTwoGpus (ordinal 0 is the H200 at NVML 1, ordinal 1 the A100-40GB at
-// NVML 0).
+// Device configurations for the tests of driver loading, identity, the queries and `gpumem run`,
+// beside support/sim_gpu.hpp's kTwoGpus (ordinal 0 is the H200 at NVML 1, ordinal 1 the A100-40GB
+// at NVML 0).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +37,11 @@ inline constexpr const char* kWithContext = R"({
     {"name": "NVIDIA H200", "uuid": "GPU-1b0a4a6e-0b8f-4c5e-9d6f-2a7c5f2d9e01",
      "pci_bus_id": "00000000:19:00.0", "total_mib": 143771, "reserved_mib": 542, "context_mib": 500}
   ]})";
+
+// One H200 whose context costs 500 MiB, the simulator's defaults otherwise: the edges and overlaps
+// of `gpumem run` (tests/cli/run_edges_test.cpp, run_overlap_test.cpp).
+inline constexpr const char* kContext500 =
+    R"({"devices": [{"name": "NVIDIA H200", "total_mib": 143771, "context_mib": 500}]})";
 
 // A GPU with a MIG instance, beside a whole GPU: NVML enumerates the two GPUs by index and the
 // instance only under its GPU (and by UUID).

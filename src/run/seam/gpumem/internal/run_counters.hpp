@@ -8,7 +8,8 @@
 //
 // A seam between rooms (src/run implements it; the peak room's ledger lives in it): the measured
 // side (run_process.hpp) and the monitor share one definition of the file, in libgpumem.so. No
-// tool calls it, so it is hidden there but for map_run_counters (below).
+// tool calls it (the injection library joins a run through run_process.hpp, `gpumem run` creates
+// the file through run_engine.hpp), so all of it is hidden there.
 #pragma once
 
 #include <algorithm>
@@ -426,17 +427,11 @@ void answer_reading(ProcessSlot& slot, std::uint32_t asked, std::uint32_t answer
 // `path` names it through /proc.
 RunCounters* create_run_counters(std::string* path, int* descriptor, std::string* error);
 
-// No tool calls this seam (the injection library joins a run through run_process.hpp), so it is
-// hidden in libgpumem.so, but for this one function: the package's one-engine test
-// (tests/package/one_engine_test.cpp) links libgpumem.so as a program does and maps the counters
-// the injection library in its process counts into.
-#pragma GCC visibility push(default)
 // Maps the file (created by the monitor, or opened by a measured process); nullptr on failure.
 // `create` sizes and initialises it.
 // A process of the command whose own /proc hides the monitor's (a pid namespace with a /proc of
 // its own) opens the descriptor it inherited, named by the path's tail.
 RunCounters* map_run_counters(const std::string& path, bool create, std::string* error);
-#pragma GCC visibility pop
 void unmap_run_counters(RunCounters* counters);
 
 }  // namespace gpumem::run

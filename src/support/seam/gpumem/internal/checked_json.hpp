@@ -116,14 +116,22 @@ struct Shape {
   // at its end): "" when this format reads it, else the error.
   std::function<std::string(const Json& schema)> check_schema;
   // The patterns kept (a kept value keeps everything below it unless patterns below it are
-  // listed, or it is streamed). Everything else is parsed and dropped.
+  // listed, or it is streamed). Everything else is parsed and dropped. Null: everything is kept.
   const Kept* kept = nullptr;
-  // Root lists (kept) read element by element: each complete element is handed to `element`
-  // (which throws BadField) and dropped. A list named twice is read again from its start
-  // (`restart`), as a tree keeps the last one.
+  // Lists (kept) read element by element, at the root ("frames") or in a kept value
+  // ("snapshots[].blocks"): each complete element is handed to `element` with its path in the
+  // document ("snapshots[2].blocks[7]"; it throws BadField) and dropped. `restart` is called as
+  // each such list starts; a list named twice is read again from its start, as a tree keeps the
+  // last one.
   std::vector<std::string> streamed;
-  std::function<void(const std::string& list, std::size_t index, const Json& element)> element;
+  std::function<void(const std::string& list, const std::string& where, const Json& element)>
+      element;
   std::function<void(const std::string& list)> restart;
+  // If set, called with each kept root field's name (but "schema") once its value is complete.
+  std::function<void(const std::string& name)> field_done;
+  // Whether a root field named twice is an error ("the document: \"frames\" appears twice")
+  // rather than read again.
+  bool root_fields_once = false;
 };
 
 // The text of a document fed to the parser: runs of whitespace outside strings passed as one
