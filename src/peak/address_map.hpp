@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -51,14 +52,18 @@ class AddressMap {
  private:
   static constexpr std::size_t kShards = 64;
 
+  // A block in one word: the size in the low 55 bits, managed in bit 55, the device above.
+  static std::uint64_t pack(const Block& block) noexcept;
+  static Block unpack(std::uint64_t packed) noexcept;
+
   class SpinLock {
    public:
     // Inline: every allocation and free takes one, almost always free.
     void lock() noexcept {
-      if (!locked_.exchange(true, std::memory_order_acquire)) [[likely]]
-        return;
-      wait();
+      if (!try_lock()) [[unlikely]]
+        wait();
     }
+    bool try_lock() noexcept { return !locked_.exchange(true, std::memory_order_acquire); }
     void unlock() noexcept { locked_.store(false, std::memory_order_release); }
 
    private:
@@ -69,36 +74,49 @@ class AddressMap {
   // Linear probing with backward-shift deletion: no tombstones, so lookups stay short. A slot is
   // 16 bytes (four to a cache line): the block is packed into one word. The table doubles past a
   // load of 3/8 and halves below 1/16 (to 16 slots at least), so that its memory follows the
-  // live blocks both ways; the
-  // low load keeps most lookups at their first slot, which is what a random churn of a million
-  // blocks pays for (a mispredicted probe costs the overlap of the next block's cache miss).
+  // live blocks both ways; the low load keeps most lookups at their first slot, which is what a
+  // random churn of a million blocks pays for (a mispredicted probe costs the overlap of the next
+  // block's cache miss). The common insert and erase run a few dozen instructions with no call:
+  // growing, shrinking and shifting a cluster back are out of line.
   class Table {
    public:
-    void insert(std::uint64_t key, Block block);
-    std::optional<Block> find(std::uint64_t key) const;
-    std::optional<Block> erase(std::uint64_t key);
+    // The fast paths, under the shard's lock: try_insert() declines (false) when the table must
+    // grow first (insert() then does both); try_clear() when the slot's cluster goes on or the
+    // table must shrink (remove() then does it).
+    bool try_insert(std::uint64_t key, std::uint64_t packed) noexcept;
+    std::size_t locate(std::uint64_t key) const noexcept;  // its slot, or kNone
+    std::uint64_t block_at(std::size_t slot) const noexcept { return slots_[slot].block; }
+    bool try_clear(std::size_t slot) noexcept;
+    // The whole of each: growing first, or shifting the cluster back and shrinking after.
+    void insert(std::uint64_t key, std::uint64_t packed);
+    void remove(std::size_t slot) noexcept;
+    std::optional<std::uint64_t> erase(std::uint64_t key) noexcept;
+
     void clear() noexcept;
     std::size_t size() const noexcept { return size_; }
-    std::size_t memory_bytes() const noexcept { return slots_.capacity() * sizeof(Slot); }
+    std::size_t memory_bytes() const noexcept { return slot_count() * sizeof(Slot); }
     template <class Fn>
     void for_each(Fn&& fn) const {
-      for (const Slot& slot : slots_) {
-        if (slot.key != 0) fn(slot.key, unpack(slot.block));
+      for (std::size_t i = 0; i < slot_count(); ++i) {
+        if (slots_[i].key != 0) fn(slots_[i].key, unpack(slots_[i].block));
       }
     }
+    static constexpr std::size_t kNone = ~std::size_t{0};
 
    private:
     struct Slot {
       std::uint64_t key = 0;    // 0: empty
       std::uint64_t block = 0;  // pack()ed
     };
-    static std::uint64_t pack(const Block& block) noexcept;
-    static Block unpack(std::uint64_t packed) noexcept;
+    std::size_t slot_count() const noexcept { return slots_ ? mask_ + 1 : 0; }
     std::size_t home(std::uint64_t key) const noexcept;
     void resize(std::size_t slots);
 
-    std::vector<Slot> slots_;
+    std::unique_ptr<Slot[]> slots_;
+    std::size_t mask_ = 0;  // slots - 1
     std::size_t size_ = 0;
+    std::size_t grow_at_ = 0;       // the size past which the table doubles (3/8 of its slots)
+    std::size_t shrink_below_ = 0;  // the size below which it halves (1/16; 0 at 16 slots)
     int shift_ = 58;  // home(): the mix's bits below the shard's, as many as the table has
   };
 
@@ -107,6 +125,12 @@ class AddressMap {
     Table table;
   };
   Shard& shard(std::uint64_t key) const noexcept;
+  // The paths off the allocation path's line (a shard's lock taken by another thread, a table
+  // that grows or shrinks or a cluster shifted back), so that the common path saves no
+  // registers: each is its tail call. erase_at() is called with the lock held, and releases it.
+  static void insert_slow(Shard& target, std::uint64_t key, std::uint64_t packed);
+  static std::optional<Block> erase_slow(Shard& target, std::uint64_t key) noexcept;
+  static std::optional<Block> erase_at(Shard& target, std::size_t slot) noexcept;
 
   mutable std::array<Shard, kShards> shards_;
 };

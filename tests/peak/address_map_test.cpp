@@ -42,6 +42,40 @@ TEST(AddressMap, ThreadsOnDistinctBlocks) {
   EXPECT_EQ(map.size(), 0u);
 }
 
+// Threads that grow and shrink the same shards' tables at once: every block is found with its own
+// size and device, and the tables go back to 16 slots a shard. Shards are shared (64 of them,
+// 20,000 blocks a thread), so threads also meet on a shard's lock, whose waiter takes the whole
+// path (the common path declines to wait); what is asserted holds whichever path each call took.
+TEST(AddressMap, ThreadsGrowingAndShrinkingSharedTablesKeepEveryBlock) {
+  AddressMap map;
+  constexpr int kThreads = 4;
+  constexpr std::uint64_t kBlocks = 20'000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&map, t] {
+      for (int round = 0; round < 3; ++round) {
+        for (std::uint64_t i = 1; i <= kBlocks; ++i) {
+          map.insert((i * kThreads + static_cast<std::uint64_t>(t)) << 9, {i * 7 + 1, t, false});
+        }
+        for (std::uint64_t i = 1; i <= kBlocks; ++i) {
+          const auto block = map.find((i * kThreads + static_cast<std::uint64_t>(t)) << 9);
+          ASSERT_TRUE(block) << t << " " << i;
+          ASSERT_EQ(block->size, i * 7 + 1);
+          ASSERT_EQ(block->device, t);
+        }
+        for (std::uint64_t i = 1; i <= kBlocks; ++i) {
+          const auto block = map.erase((i * kThreads + static_cast<std::uint64_t>(t)) << 9);
+          ASSERT_TRUE(block) << t << " " << i;
+          ASSERT_EQ(block->size, i * 7 + 1);
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(map.size(), 0u);
+  EXPECT_LE(map.memory_bytes(), 64u * 16 * 16);
+}
+
 // The open-addressing table against a reference map, through growth and the deletions that
 // shift clusters back (addresses collide in shards and wrap around tables).
 TEST(AddressMap, AgreesWithAReferenceMapThroughChurn) {
