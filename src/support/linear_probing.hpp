@@ -34,10 +34,6 @@ template <class Slot, class Home>
   erase_by_backward_shift(slots.data(), slots.size() - 1, hole, home);
 }
 
-}  // namespace gpumem::support
-
-namespace gpumem::support {
-
 // The same for a table of any size (its probes wrap at the end rather than by a mask);
 // `moved(from, to)` is told of each member shifted, before it moves.
 template <class Slot, class Home, class Moved>
