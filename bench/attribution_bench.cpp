@@ -11,6 +11,7 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +35,8 @@ namespace {
 using namespace gpumem;
 
 constexpr int kStackFrames = 32;
+// What a live block must keep: its address, its size and its stack id.
+constexpr double kFloorBytesPerBlock = 8 + 8 + 4;
 
 void per_event(benchmark::State& state, std::int64_t events) {
   state.counters["per_event"] = benchmark::Counter(
@@ -150,20 +153,32 @@ void BM_SnapshotMemory1MBlocks(benchmark::State& state) {
   constexpr int kSnapshots = 1000;
   for (auto _ : state) {
     attribution::BlockTable table;
-    for (std::uint64_t i = 1; i <= kBlocks; ++i) table.insert(i << 21, {4096, 0, 1, 0});
+    std::int64_t clock = 0;  // each block allocated after the last (a clock that moves)
+    // The longest insert: the one that grows the table, copying it (under the device's mutex
+    // in the recorder).
+    double longest_insert = 0;
+    for (std::uint64_t i = 1; i <= kBlocks; ++i) {
+      const double start = bench::thread_cpu_ns();
+      table.insert(i << 21, {4096, ++clock, 1, 0});
+      longest_insert = std::max(longest_insert, bench::thread_cpu_ns() - start);
+    }
+    state.counters["longest_insert_ms"] = longest_insert / 1e6;
     const std::size_t live = table.memory_bytes();
     std::vector<attribution::Snapshot> snapshots;
     for (int i = 0; i < kSnapshots; ++i) {
       snapshots.push_back(table.share());
-      table.insert((kBlocks + 1 + static_cast<std::uint64_t>(i)) << 21, {4096, 0, 1, 0});
+      table.insert((kBlocks + 1 + static_cast<std::uint64_t>(i)) << 21, {4096, ++clock, 1, 0});
     }
     const std::size_t with_snapshots = table.memory_bytes();
     state.counters["MiB_1M_blocks"] = static_cast<double>(live) / (1 << 20);
     state.counters["bytes_per_block"] = static_cast<double>(live) / kBlocks;
+    state.counters["floor_bytes_per_block"] = kFloorBytesPerBlock;
+    state.counters["ratio_to_floor"] = static_cast<double>(live) / kBlocks / kFloorBytesPerBlock;
     state.counters["bytes_per_snapshot"] = static_cast<double>(with_snapshots - live) / kSnapshots;
     state.counters["full_copy_bytes"] = static_cast<double>(live);  // the baseline
-    // A peak snapshot's read holds the device's mutex for the walk (peak_of): into a list that
-    // grows as it goes (what it was), and into one sized and touched beforehand (what it is).
+    // A peak snapshot's read held the device's mutex for the whole walk: into a list that grew
+    // as it went (what it was first), and into one sized and touched beforehand (what it was
+    // next); now for one step of the walk at a time (peak_of).
     {
       std::vector<attribution::BlockTable::Entry> grown;
       double start = bench::thread_cpu_ns();
@@ -175,6 +190,24 @@ void BM_SnapshotMemory1MBlocks(benchmark::State& state) {
       table.collect(snapshots.front(), sized);
       state.counters["walk_ms_sized_list"] = (bench::thread_cpu_ns() - start) / 1e6;
       state.counters["walk_blocks"] = static_cast<double>(sized.size());
+      // What peak_of holds it for now: the longest of the steps of a walk (kWalkStep slots or
+      // retired blocks each), the table churned between them as the device would.
+      std::vector<attribution::BlockTable::Entry> stepped(sized.size() + sized.size() / 16 + 16);
+      stepped.clear();
+      table.begin_walk(snapshots.front());
+      double longest = 0;
+      std::size_t steps = 0;
+      std::uint64_t churned = kBlocks + kSnapshots + 1;
+      for (bool done = false; !done; ++steps) {
+        start = bench::thread_cpu_ns();
+        done = table.walk_step(stepped, peak::attribution::kWalkStep);
+        longest = std::max(longest, bench::thread_cpu_ns() - start);
+        table.insert(churned << 21, {4096, ++clock, 1, 0});
+        table.erase(churned++ << 21);
+      }
+      table.end_walk();
+      state.counters["walk_longest_step_us"] = longest / 1e3;
+      state.counters["walk_steps"] = static_cast<double>(steps);
     }
     for (std::uint64_t i = 1; i <= kBlocks + kSnapshots; ++i) table.erase(i << 21);
     state.counters["MiB_freed_while_held"] = static_cast<double>(table.memory_bytes()) / (1 << 20);
@@ -192,9 +225,10 @@ void BM_BlockTableChurn(benchmark::State& state) {
   attribution::BlockTable table;
   bench::AddressStream addresses;
   std::vector<std::uint64_t> keys(live);
+  std::int64_t clock = 0;  // each block allocated after the last (a clock that moves)
   for (std::uint64_t& key : keys) {
     key = addresses.next();
-    table.insert(key, {4096, 0, 1, 0});
+    table.insert(key, {4096, ++clock, 1, 0});
   }
   bench::IndexPicker picks(live);
   bench::ChurnFloor floor(table.memory_bytes(), keys, picks);
@@ -209,7 +243,7 @@ void BM_BlockTableChurn(benchmark::State& state) {
             std::uint64_t& key = keys[picks.next()];
             sink += table.erase(key) ? 1 : 0;
             key = addresses.next();
-            table.insert(key, {4096, 0, 1, 0});
+            table.insert(key, {4096, ++clock, 1, 0});
           }
         });
     bench::report(state, figures);
@@ -220,6 +254,9 @@ void BM_BlockTableChurn(benchmark::State& state) {
   table.release(peak);
   state.counters["bytes_per_block"] =
       static_cast<double>(table.memory_bytes()) / static_cast<double>(live);
+  state.counters["ratio_to_floor"] =
+      static_cast<double>(table.memory_bytes()) / static_cast<double>(live) / kFloorBytesPerBlock;
+  state.counters["beside"] = static_cast<double>(table.beside());
   for (const std::uint64_t key : keys) table.erase(key);
   state.counters["bytes_after_free"] = static_cast<double>(table.memory_bytes());
 }
@@ -253,9 +290,10 @@ void BM_AttributionChurn(benchmark::State& state) {
     event.key = key;
     peak::attribution::record(*channel, 0, 4096, &event);
   }
-  // The table's slots are 32 bytes at 3/8 to 3/4 full: the floor covers as much memory.
+  // The table's slots are 24 bytes at 7/16 to 13/16 full (5/8 after growing): the floor covers
+  // as much memory.
   bench::IndexPicker picks(live);
-  bench::ChurnFloor floor(live * 32 * 2, keys, picks);
+  bench::ChurnFloor floor(live * 24 * 8 / 5, keys, picks);
   const std::int64_t events = std::max<std::int64_t>(100'000, static_cast<std::int64_t>(live));
   std::uint64_t sink = 0;
   for (auto _ : state) {
@@ -279,6 +317,12 @@ void BM_AttributionChurn(benchmark::State& state) {
   benchmark::DoNotOptimize(sink);
   const std::size_t blocks = peak::attribution::live(*channel, 0).blocks.size();
   state.counters["live_blocks"] = static_cast<double>(blocks);
+  // The counter's peak snapshot read whole (peak_of: sized, walked in steps, one block per key
+  // kept), the blocks its peak saw still held as retired.
+  const double read_start = bench::thread_cpu_ns();
+  const std::size_t peak_blocks = peak::attribution::peak_of(slot).blocks.size();
+  state.counters["peak_read_ms"] = (bench::thread_cpu_ns() - read_start) / 1e6;
+  state.counters["peak_blocks"] = static_cast<double>(peak_blocks);
   for (const std::uint64_t key : keys) {
     event.key = key;
     event.allocation = false;

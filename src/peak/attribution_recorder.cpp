@@ -12,6 +12,7 @@ namespace gpumem::peak::attribution {
 namespace {
 
 struct Recorder {
+  std::mutex reader;  // taken before `mutex`: one walk of the table at a time
   std::mutex mutex;
   BlockTable table;
   std::int64_t epoch_peak = 0;
@@ -110,29 +111,58 @@ void detach(Channel& channel, CounterSlot& counter, Slot& slot) {
 
 RawSnapshot peak_of(Slot& slot) {
   Recorder& r = recorder(slot.device);
+  const std::lock_guard reading(r.reader);  // one walk of the table at a time
   RawSnapshot snapshot;
-  // The table moves on with the events, so the walk of its slots is made under the mutex, and
-  // the device's allocations wait for it. What does not need the table is done before: the list
-  // is sized and its pages touched outside the mutex, so that the walk under it is a filtered copy
-  // into memory already there (at 1M blocks most of the time a first write into fresh pages
-  // takes). A list that turns out too small still grows under the mutex, as before.
+  // The list is sized, and its pages touched, outside the mutex (at 1M blocks most of the time a
+  // first write into fresh pages takes).
   std::size_t expected = 0;
   {
     const std::lock_guard lock(r.mutex);
-    expected = r.table.size() + r.table.retired();
+    expected = r.table.size() + r.table.retired() + r.table.beside();
   }
   snapshot.blocks.resize(expected + expected / 16 + 16);
   snapshot.blocks.clear();
-  const std::lock_guard lock(r.mutex);
-  snapshot.level = slot.peak_level;
-  snapshot.time_ns = slot.peak_time_ns;
-  Snapshot peak = slot.peak_root;
-  if (r.epoch_peak > slot.peak_level) {
-    snapshot.level = r.epoch_peak;
-    snapshot.time_ns = r.epoch_time_ns;
-    peak = r.epoch_root;
+  {
+    const std::lock_guard lock(r.mutex);
+    snapshot.level = slot.peak_level;
+    snapshot.time_ns = slot.peak_time_ns;
+    Snapshot peak = slot.peak_root;
+    if (r.epoch_peak > slot.peak_level) {
+      snapshot.level = r.epoch_peak;
+      snapshot.time_ns = r.epoch_time_ns;
+      peak = r.epoch_root;
+    }
+    if (!r.table.begin_walk(peak)) return snapshot;
   }
-  r.table.collect(peak, snapshot.blocks);
+  // The walk in steps of kWalkStep slots, the mutex let go between them so that the device's
+  // events go on during it; the walk keeps what they move (BlockTable::begin_walk).
+  struct Ending {
+    Recorder& r;
+    ~Ending() {
+      const std::lock_guard lock(r.mutex);
+      r.table.end_walk();
+    }
+  } ending{r};
+  bool doubled = false;
+  for (bool done = false; !done;) {
+    const std::lock_guard lock(r.mutex);
+    done = r.table.walk_step(snapshot.blocks, kWalkStep);
+    if (done && r.table.walk_lost()) {
+      snapshot.blocks.clear();  // a shifted block could not be kept: read it whole instead
+      r.table.collect(r.table.walked(), snapshot.blocks);
+    } else if (done) {
+      doubled = r.table.walk_doubled();
+    }
+  }
+  if (!doubled) return snapshot;
+  // A block freed during the walk may have been read twice; at one snapshot a key is one block.
+  std::sort(snapshot.blocks.begin(), snapshot.blocks.end(),
+            [](const BlockTable::Entry& a, const BlockTable::Entry& b) { return a.key < b.key; });
+  snapshot.blocks.erase(std::unique(snapshot.blocks.begin(), snapshot.blocks.end(),
+                                    [](const BlockTable::Entry& a, const BlockTable::Entry& b) {
+                                      return a.key == b.key;
+                                    }),
+                        snapshot.blocks.end());
   return snapshot;
 }
 

@@ -5,7 +5,11 @@
 // epoch's peak, folded at each attributing counter's start or reset into every attributing
 // counter whose peak it raises. A snapshot is a held version; nothing is copied per peak.
 //
-// Lock order: footprint / VMM mutexes, then a recorder's mutex, then the channel's control mutex.
+// A counter's peak snapshot is read in steps (peak_of), the mutex let go between them, so that a
+// read holds it for one step, not for the whole table.
+//
+// Lock order: a recorder's reader mutex (peak_of), then footprint / VMM mutexes, then a
+// recorder's mutex, then the channel's control mutex.
 #pragma once
 
 #include <atomic>
@@ -53,6 +57,9 @@ struct Slot {
   std::int64_t peak_time_ns = 0;
   Snapshot peak_root = kNoSnapshot;  // of its device's table
 };
+
+// Slots (or retired blocks) a peak snapshot's walk reads per hold of the device's mutex.
+inline constexpr std::size_t kWalkStep = 4096;
 
 struct RawSnapshot {
   std::int64_t level = 0;

@@ -34,4 +34,24 @@ template <class Slot, class Home>
   erase_by_backward_shift(slots.data(), slots.size() - 1, hole, home);
 }
 
+// The same for a table of any size (its probes wrap at the end rather than by a mask);
+// `moved(from, to)` is told of each member shifted, before it moves.
+template <class Slot, class Home, class Moved>
+inline void erase_by_backward_shift_any_size(std::vector<Slot>& slots, std::size_t hole,
+                                             const Home& home, const Moved& moved) noexcept {
+  const std::size_t size = slots.size();
+  const auto after = [size](std::size_t i) { return i + 1 == size ? 0 : i + 1; };
+  for (std::size_t next = after(hole); slots[next].key != 0; next = after(next)) {
+    const std::size_t wanted = home(slots[next].key);
+    const bool movable =
+        hole <= next ? (wanted <= hole || wanted > next) : (wanted <= hole && wanted > next);
+    if (movable) {
+      moved(next, hole);
+      slots[hole] = slots[next];
+      hole = next;
+    }
+  }
+  slots[hole] = Slot{};
+}
+
 }  // namespace gpumem::support

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -292,6 +293,70 @@ TEST(Attribution, CountersStartingAndResettingWhileThreadsAllocateStayConsistent
   EXPECT_LE(snapshot->live_bytes, snapshot->level_bytes);
   EXPECT_EQ(snapshot->level_bytes, outer.read().peak_bytes);
   EXPECT_EQ(held_by(*snapshot, "churn"), snapshot->live_bytes);
+}
+
+// Below the peak on another thread: frees the peak's blocks one by one (the read must still see
+// them) and allocates and frees batches of new ones (the table grows and shrinks under the read),
+// never back at the peak; `events` counts its allocations and frees.
+[[gnu::noinline]] void churn_below_the_peak(std::vector<DeviceAllocation>& peak_blocks,
+                                            std::atomic<bool>& stop,
+                                            std::atomic<std::uint64_t>& events) {
+  std::vector<DeviceAllocation> batch;
+  std::size_t next = 0;
+  while (!stop.load()) {
+    for (int i = 0; i < 2000; ++i) {
+      batch.push_back(gpumem::device_allocate(1024, 0));
+      events.fetch_add(1);
+      if (i % 40 == 0 && next < peak_blocks.size()) {
+        peak_blocks[next++].reset();
+        events.fetch_add(1);
+      }
+    }
+    for (DeviceAllocation& block : batch) {
+      block.reset();
+      events.fetch_add(1);
+    }
+    batch.clear();
+  }
+}
+
+// A peak snapshot read while the device allocates and frees on another thread: the read lets the
+// device's mutex go between its steps, and still gives exactly the blocks live at the peak.
+TEST(Attribution, APeakSnapshotReadWhileTheDeviceMovesIsExactlyThePeaksBlocks) {
+  SimGpu gpu;
+  gpumem::PeakCounter counter(0, gpumem::Source::exact, gpumem::Attribution::on);
+  std::vector<DeviceAllocation> peak_blocks;
+  std::map<std::uint64_t, std::uint64_t> expected;  // address -> bytes
+  for (int i = 0; i < 20000; ++i) {
+    peak_blocks.push_back(gpumem::device_allocate(4096 + 512 * (i % 7), 0));
+    ASSERT_TRUE(peak_blocks.back().valid());
+    expected[peak_blocks.back().address()] = peak_blocks.back().size();
+  }
+  DeviceAllocation headroom = gpumem::device_allocate(1024 * MiB, 0);  // freed: the churn's room
+  ASSERT_TRUE(headroom.valid());
+  expected[headroom.address()] = headroom.size();
+  const std::int64_t peak = counter.read().peak_bytes;
+  headroom.reset();
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> events{0};
+  std::thread thread([&] { churn_below_the_peak(peak_blocks, stop, events); });
+  int overlapped = 0;
+  for (int read = 0; read < 10000 && overlapped < 5; ++read) {
+    const std::uint64_t before = events.load();
+    const auto snapshot = counter.peak_snapshot();
+    overlapped += events.load() != before ? 1 : 0;
+    ASSERT_TRUE(snapshot);
+    std::map<std::uint64_t, std::uint64_t> got;
+    for (const gpumem::LiveBlock& block : snapshot->blocks) {
+      EXPECT_TRUE(got.emplace(block.address, block.bytes).second) << "twice: " << block.address;
+    }
+    ASSERT_EQ(got, expected) << "read " << read;
+    EXPECT_EQ(snapshot->level_bytes, peak);
+  }
+  stop = true;
+  thread.join();
+  EXPECT_EQ(overlapped, 5);  // reads made while the other thread's events went on
+  EXPECT_EQ(counter.read().peak_bytes, peak);
 }
 
 TEST(Attribution, AnOutOfMemoryIsRecordedWithTheRequestAndWhoHeldTheMost) {
