@@ -26,38 +26,26 @@ void BM_BlockMapChurn(benchmark::State& state) {
     key = addresses.next();
     map.insert(key, {4096, 0, false});
   }
-  bench::RandomAccessFloor floor(map.memory_bytes());
-  std::vector<std::uint64_t> floor_keys = keys;
-  bench::AddressStream floor_addresses;
-  std::uint64_t pick = 88172645463325252ull;
-  auto next_index = [&pick, live] {
-    pick ^= pick << 13;
-    pick ^= pick >> 7;
-    pick ^= pick << 17;
-    return static_cast<std::size_t>(pick % live);
-  };
+  bench::IndexPicker picks(live);
+  bench::ChurnFloor floor(map.memory_bytes(), keys, picks);
   // Events per round: enough to leave the caches' warm-up behind at every size.
   const std::int64_t events = std::max<std::int64_t>(200'000, static_cast<std::int64_t>(live));
   std::uint64_t sink = 0;
   for (auto _ : state) {
     const bench::RoundFigures figures = bench::paired_rounds(
-        kRounds, events,
+        kRounds, events, [&](std::int64_t count) { sink += floor(count); },
         [&](std::int64_t count) {
+          // The loop's state in locals, as the floor's (bench/churn_rounds.hpp).
+          bench::IndexPicker next = picks;
+          std::uint64_t kept = 0;
           for (std::int64_t i = 0; i < count; i += 2) {
-            std::uint64_t& key = floor_keys[next_index()];
-            floor.touch(key);
-            key = floor_addresses.next();
-            floor.touch(key);
-          }
-          sink += floor.sum();
-        },
-        [&](std::int64_t count) {
-          for (std::int64_t i = 0; i < count; i += 2) {
-            std::uint64_t& key = keys[next_index()];
-            if (const auto block = map.erase(key)) sink += block->size;
+            std::uint64_t& key = keys[next.next()];
+            if (const auto block = map.erase(key)) kept += block->size;
             key = addresses.next();
             map.insert(key, {4096, 0, false});
           }
+          picks = next;
+          sink += kept;
         });
     bench::report(state, figures);
   }
