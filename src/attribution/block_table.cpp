@@ -125,17 +125,19 @@ void BlockTable::resize(std::size_t slots) {
 
 void BlockTable::remove_at(std::size_t hole) noexcept {
   const auto home_of = [this](std::uint64_t packed) { return home(packed); };
+  const auto after = [size = slots_.size()](std::size_t i) { return i + 1 == size ? 0 : i + 1; };
   if (walk_.phase == Phase::slots) {
     const std::size_t cursor = walk_.cursor;
     const auto moved = [this, cursor](std::size_t from, std::size_t to) {
       if (from >= cursor && to < cursor) keep_for_walk(slots_[from]);
       if (from < cursor && to >= cursor) walk_.doubled = true;  // wraps, to be read again
     };
-    support::erase_by_backward_shift_any_size(slots_, hole, home_of, moved);
+    support::erase_by_backward_shift(slots_.data(), hole, after, home_of, moved);
     --in_slots_;
     return;  // no shrinking under a walk
   }
-  support::erase_by_backward_shift_any_size(slots_, hole, home_of, [](std::size_t, std::size_t) {});
+  support::erase_by_backward_shift(slots_.data(), hole, after, home_of,
+                                   [](std::size_t, std::size_t) {});
   --in_slots_;
   // Down to kMinSlots, never to none: a block allocated and freed again and again must not cost
   // an allocation each time.

@@ -40,8 +40,9 @@ void AddressMap::Table::resize(std::size_t slots) {
 }
 
 [[gnu::noinline]] void AddressMap::Table::remove(std::size_t slot) noexcept {
-  support::erase_by_backward_shift(slots_.get(), mask_, slot,
-                                   [this](std::uint64_t key) { return home(key); });
+  support::erase_by_backward_shift(
+      slots_.get(), slot, [mask = mask_](std::size_t i) { return (i + 1) & mask; },
+      [this](std::uint64_t key) { return home(key); }, [](std::size_t, std::size_t) {});
   --size_;
   // Down to 16 slots, never to none: a block allocated and freed again and again in an empty
   // shard must not cost an allocation each time.
